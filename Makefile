@@ -1,0 +1,61 @@
+# The README's two commands: `make run` (main job) and `make test` (tests).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DATA ?= data/raw/creditcard.csv
+DEMO := data/demo/creditcard_demo.csv.gz
+PROFILE ?= default
+SEED ?= 0
+
+# Prefect offline and self-contained (see the README, "Prefect settings").
+export DO_NOT_TRACK := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: help install run test lint format clean
+
+help:
+	@echo "make run    set up .venv, obtain the real data, run the pipeline (PROFILE=$(PROFILE))"
+	@echo "make test   set up .venv, run the whole test suite"
+	@echo "make lint   ruff check + format check"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# This machine's pip config prints a warning per package for its local indexes.
+	$(BIN)/python -m pip install -q -e '.[dev]' 2>&1 | { grep -v 'is ignored: it is neither' || true; }
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	@if [ "$(DATA)" = "data/raw/creditcard.csv" ] && [ ! -f "$(DATA)" ]; then \
+	  $(BIN)/fraudaug fetch-data --dest "$(DATA)" || { \
+	    echo "" >&2; \
+	    echo "!!! Could not fetch the real data. Falling back to DEMO DATA (synthetic)." >&2; \
+	    echo "!!! The report will say so. Put the Kaggle creditcard.csv at $(DATA) for real results." >&2; \
+	    echo "" >&2; \
+	    test -f "$(DEMO)" || $(BIN)/fraudaug demo-data --out "$(DEMO)"; }; \
+	fi
+	@data="$(DATA)"; [ -f "$$data" ] || data="$(DEMO)"; \
+	  $(BIN)/fraudaug run --data "$$data" --profile "$(PROFILE)" --seed "$(SEED)"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check pipeline flows tests benchmarks
+	$(BIN)/ruff format --check pipeline flows tests benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format pipeline flows tests benchmarks
+	$(BIN)/ruff check --fix pipeline flows tests benchmarks
+
+clean:
+	rm -rf .pytest_cache .ruff_cache .prefect

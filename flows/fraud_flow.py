@@ -1,0 +1,195 @@
+"""The Prefect flow ``fraud-augmentation``: one thin task per pipeline stage.
+
+Tasks pass paths and small dicts; all the work is in :mod:`pipeline.stages`.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from pipeline import stages
+from pipeline.config import PipelineConfig, load_config, run_seeds
+
+FLOW_NAME = "fraud-augmentation"
+
+
+@task(name="ingest", cache_policy=NO_CACHE)
+def ingest(data_path: str, cache_dir: str) -> dict:
+    return stages.stage_ingest(data_path, cache_dir)
+
+
+@task(name="prepare", cache_policy=NO_CACHE)
+def prepare(
+    frame_path: str, run_dir: str, config: PipelineConfig, split_seeds: list[int]
+) -> dict:
+    return stages.stage_prepare(frame_path, run_dir, config, split_seeds)
+
+
+@task(name="train-gan", cache_policy=NO_CACHE, task_run_name="train-gan-split-{split}")
+def train_gan(
+    frame_path: str,
+    splits_path: str,
+    transformer_path: str,
+    split: int,
+    config: PipelineConfig,
+    seed: int,
+    out_dir: str,
+) -> dict:
+    return stages.stage_train_gan(
+        frame_path, splits_path, transformer_path, split, config, seed, out_dir
+    )
+
+
+@task(
+    name="fit-detector",
+    cache_policy=NO_CACHE,
+    task_run_name="fit-{method}-split-{split}",
+)
+def fit_detector(
+    frame_path: str,
+    splits_path: str,
+    transformer_path: str,
+    split: int,
+    method: str,
+    config: PipelineConfig,
+    sampler_seed: int,
+    detector_seed: int,
+    scores_path: str,
+    gan_dir: str | None,
+) -> dict:
+    return stages.stage_fit_detector(
+        frame_path,
+        splits_path,
+        transformer_path,
+        split,
+        method,
+        config,
+        sampler_seed=sampler_seed,
+        detector_seed=detector_seed,
+        scores_path=scores_path,
+        gan_dir=gan_dir,
+    )
+
+
+@task(name="report", cache_policy=NO_CACHE)
+def report(**kwargs) -> dict:
+    return stages.stage_report(**kwargs)
+
+
+def _enable_tensorflow_determinism() -> None:
+    # Same seed + data -> same numbers on CPU; set once per process, at the edge.
+    import tensorflow as tf
+
+    tf.config.experimental.enable_op_determinism()
+
+
+@flow(
+    name=FLOW_NAME,
+    task_runner=ThreadPoolTaskRunner(max_workers=2),
+    validate_parameters=True,
+)
+def fraud_augmentation(
+    data_path: str = "data/raw/creditcard.csv",
+    profile: Literal["smoke", "default", "full"] = "default",
+    seed: int = 0,
+    reports_dir: str = "reports",
+    overrides: dict[str, Any] | None = None,
+) -> dict:
+    """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report.
+
+    ``overrides`` changes config sections of the profile, e.g.
+    ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
+    """
+    logger = get_run_logger()
+    started_monotonic = time.perf_counter()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    config = load_config(profile, seed=seed, overrides=overrides)
+    data = ingest(data_path, config.data.cache_dir)
+    logger.info(
+        "data %s: %d rows, %d frauds, sha256 %s%s",
+        data["path"],
+        data["rows"],
+        data["frauds"],
+        data["sha256"][:12],
+        " (DEMO DATA)" if data["demo"] else "",
+    )
+    run_id = stages.new_run_id()
+    run_dir = Path(reports_dir) / run_id
+    n_splits = config.split.n_splits
+    seeds = run_seeds(config.seed, n_splits)
+    prepared = prepare(data["frame_path"], str(run_dir), config, seeds["split"])
+
+    methods = config.evaluation.methods
+    gan_futures = {}
+    if "cwgan_gp" in methods:
+        _enable_tensorflow_determinism()
+        previous = None
+        for split in range(n_splits):
+            # One GAN per split, trained one after another: each already uses every
+            # core, and Keras graph building is not meant to be shared across threads.
+            previous = train_gan.submit(
+                data["frame_path"],
+                prepared["splits_path"],
+                prepared["transformer_paths"][split],
+                split,
+                config,
+                seeds["gan"][split],
+                str(stages.split_dir(run_dir, split) / "gan"),
+                wait_for=[previous] if previous is not None else None,
+            )
+            gan_futures[split] = previous
+
+    detector_futures = []
+    for split in range(n_splits):
+        for method in methods:
+            gan_future = gan_futures.get(split) if method == "cwgan_gp" else None
+            detector_futures.append(
+                fit_detector.submit(
+                    data["frame_path"],
+                    prepared["splits_path"],
+                    prepared["transformer_paths"][split],
+                    split,
+                    method,
+                    config,
+                    seeds["sampler"][split],
+                    seeds["detector"][split],
+                    str(
+                        run_dir / stages.SCORES_DIR / f"{method}-split-{split}.parquet"
+                    ),
+                    str(stages.split_dir(run_dir, split) / "gan")
+                    if gan_future
+                    else None,
+                    wait_for=[gan_future] if gan_future else None,
+                )
+            )
+    results = [f.result() for f in detector_futures]
+    gans = [f.result() for f in gan_futures.values()]
+    written = report(
+        run_id=run_id,
+        run_dir=str(run_dir),
+        reports_dir=reports_dir,
+        data=data,
+        config=config,
+        seeds=seeds,
+        results=results,
+        gans=gans,
+        score_paths=[
+            str(
+                run_dir
+                / stages.SCORES_DIR
+                / f"{r['method']}-split-{r['split']}.parquet"
+            )
+            for r in results
+        ],
+        started_at=started_at,
+        started_monotonic=started_monotonic,
+    )
+    logger.info("report: %s", written["report"])
+    return {"run_id": run_id, **written}

@@ -1,0 +1,188 @@
+"""Every save_*/load_* of the project, the atomic-write helper and the run manifest.
+
+All files are written to a temporary file in the destination folder and moved into
+place with :func:`os.replace`, so a reader (or a crash) never sees a torn file.
+Formats are safe to load: JSON, Parquet, ``.keras`` (safe mode on), XGBoost UBJ.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline.errors import ArtifactError
+
+MANIFEST = "manifest.json"
+_PACKAGES = (
+    "fraudaug",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "imbalanced-learn",
+    "xgboost",
+    "tensorflow",
+    "keras",
+    "prefect",
+    "jinja2",
+    "pydantic",
+)
+
+
+def file_sha256(path: str | Path, chunk_size: int = 1 << 20) -> str:
+    """sha256 of a file's bytes, streamed."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; move it into place on success.
+
+    On an exception the temporary file is removed and ``path`` is left as it was.
+    ``suffix`` keeps libraries that infer the format from the name happy (``.keras``).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=suffix or ".tmp", dir=path.parent
+    )
+    os.close(fd)
+    tmp_path = Path(tmp)
+    os.chmod(tmp_path, 0o644)  # mkstemp's 0600 would hide reports from other users
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+def save_text(path: str | Path, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def save_json(path: str | Path, obj: Any) -> Path:
+    """Write ``obj`` as indented, key-sorted JSON (NaN is refused: it is not JSON)."""
+    return save_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False))
+
+
+def load_json(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"{path}: missing") from exc
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{path}: unreadable JSON ({exc})") from exc
+
+
+def save_parquet(path: str | Path, frame: pd.DataFrame) -> Path:
+    with atomic_path(path, suffix=".parquet") as tmp:
+        frame.to_parquet(tmp, index=False)
+    return Path(path)
+
+
+def load_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: missing")
+    return pd.read_parquet(path, columns=columns)
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    """The commit of the source tree, with ``-dirty`` when it has local changes."""
+    where = Path(cwd) if cwd else Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{commit}-dirty" if dirty else commit
+
+
+def hash_artifacts(run_dir: str | Path) -> dict[str, str]:
+    """sha256 of every file under ``run_dir`` (relative POSIX paths), but the
+    manifest itself."""
+    run_dir = Path(run_dir)
+    return {
+        p.relative_to(run_dir).as_posix(): file_sha256(p)
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")
+    }
+
+
+def write_manifest(run_dir: str | Path, **fields: Any) -> Path:
+    """Write ``manifest.json``: the given fields plus versions, commit and hashes."""
+    run_dir = Path(run_dir)
+    manifest = {
+        **fields,
+        "package_versions": package_versions(),
+        "git_commit": git_commit(),
+        "artifacts": hash_artifacts(run_dir),
+    }
+    return save_json(run_dir / MANIFEST, manifest)
+
+
+def verify_artifact(run_dir: str | Path, relative: str) -> Path:
+    """Return ``run_dir/relative`` after checking its hash against the manifest.
+
+    Raises
+    ------
+    ArtifactError
+        The manifest or the file is missing, or the file's sha256 differs.
+    """
+    run_dir = Path(run_dir)
+    manifest = load_json(run_dir / MANIFEST)
+    expected = manifest.get("artifacts", {}).get(relative)
+    path = run_dir / relative
+    if expected is None:
+        raise ArtifactError(f"{path}: not listed in {run_dir / MANIFEST}")
+    if not path.is_file():
+        raise ArtifactError(f"{path}: missing")
+    actual = file_sha256(path)
+    if actual != expected:
+        raise ArtifactError(
+            f"{path}: sha256 {actual[:12]}… does not match the manifest's "
+            f"{expected[:12]}…; the file was changed after the run"
+        )
+    return path

@@ -1,0 +1,84 @@
+"""Detectors: one ``imblearn.pipeline.Pipeline`` per method, the same XGBoost in each,
+so that only the sampler differs between methods."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from imblearn.over_sampling import SMOTE
+from imblearn.pipeline import Pipeline
+from xgboost import XGBClassifier
+
+from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
+from pipeline.errors import ConfigError
+
+
+def make_detector(config: DetectorConfig, *, random_state: int) -> XGBClassifier:
+    """The shared XGBoost (hist trees, early stopping on validation AUPRC)."""
+    return XGBClassifier(
+        n_estimators=config.n_estimators,
+        max_depth=config.max_depth,
+        learning_rate=config.learning_rate,
+        tree_method="hist",
+        eval_metric="aucpr",
+        early_stopping_rounds=config.early_stopping_rounds,
+        n_jobs=config.n_jobs,
+        random_state=random_state % 2**31,
+    )
+
+
+def make_sampler(
+    method: str,
+    evaluation: EvaluationConfig,
+    *,
+    random_state: int,
+    gan: GANConfig | None = None,
+    gan_dir: str | Path | None = None,
+):
+    """The sampler of a method (``None`` for ``none``).
+
+    ``cwgan_gp`` reuses the split's GAN from ``gan_dir`` when given (it is fitted once
+    per split and checked against the training rows), else trains one.
+    """
+    if method == "none":
+        return None
+    if method == "smote":
+        return SMOTE(
+            sampling_strategy=evaluation.sampling_strategy,
+            k_neighbors=evaluation.smote_k_neighbors,
+            random_state=random_state % 2**31,
+        )
+    if method == "cwgan_gp":
+        from pipeline.gan.sampler import GANOverSampler  # imports TensorFlow
+
+        return GANOverSampler(
+            sampling_strategy=evaluation.sampling_strategy,
+            random_state=random_state % 2**31,
+            gan_params=gan.model_dump() if gan else None,
+            pretrained=str(gan_dir) if gan_dir else None,
+        )
+    raise ConfigError(f"unknown method {method!r}")
+
+
+def make_detection_pipeline(sampler, detector: XGBClassifier) -> Pipeline:
+    """``sampler -> xgb``; the sampler acts in ``fit`` only, never on scored rows."""
+    return Pipeline([("sampler", sampler or "passthrough"), ("xgb", detector)])
+
+
+def fit_detection_pipeline(
+    pipeline: Pipeline,
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_val: np.ndarray,
+    y_val: np.ndarray,
+) -> Pipeline:
+    """Fit with early stopping on the (real, untouched) validation rows."""
+    return pipeline.fit(
+        X_train, y_train, xgb__eval_set=[(X_val, y_val)], xgb__verbose=False
+    )
+
+
+def fraud_scores(pipeline: Pipeline, X: np.ndarray) -> np.ndarray:
+    """Fraud probability of each row."""
+    return pipeline.predict_proba(X)[:, 1]

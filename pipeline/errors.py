@@ -1,0 +1,32 @@
+"""The project's exception hierarchy.
+
+Every error a user can cause (bad data, bad config, a tampered or missing artifact)
+is a :class:`PipelineError`; the CLI prints it as one line and exits with code 2.
+Anything else escaping the library is a bug.
+"""
+
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """Base class of every error the user can act on."""
+
+
+class DataValidationError(PipelineError, ValueError):
+    """The input data is malformed: the message names file, column/row and the fix."""
+
+
+class ConfigError(PipelineError, ValueError):
+    """The configuration or a command-line argument is invalid."""
+
+
+class ArtifactError(PipelineError):
+    """An artifact is missing, unreadable, or does not match its recorded hash."""
+
+
+class FetchError(PipelineError):
+    """The real dataset could not be downloaded or failed verification."""
+
+
+class TrainingError(PipelineError):
+    """Training could not produce a usable model (e.g. persistent non-finite losses)."""

@@ -1,0 +1,99 @@
+"""Metrics on untouched test rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+METRICS = ("auprc", "roc_auc")
+"""Reported per (method, split); AUPRC is the primary metric."""
+
+
+def compute_metrics(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """AUPRC (average precision) and ROC-AUC of fraud scores.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        0/1 labels; both classes must be present.
+    scores : array-like of shape (n_samples,)
+        Higher means more likely fraud.
+    """
+    y_true = np.asarray(y_true)
+    scores = np.asarray(scores)
+    return {
+        "auprc": float(average_precision_score(y_true, scores)),
+        "roc_auc": float(roc_auc_score(y_true, scores)),
+        "n_test": int(len(y_true)),
+        "n_test_frauds": int(y_true.sum()),
+    }
+
+
+def summarise(results: list[dict]) -> list[dict]:
+    """Per-method mean, standard deviation and 95 % t-interval over splits."""
+    from scipy import stats
+
+    frame = pd.DataFrame(results)
+    summary = []
+    for method, group in frame.groupby("method", sort=False):
+        entry: dict = {"method": method, "n_splits": int(len(group))}
+        for metric in METRICS:
+            values = group[metric].to_numpy(dtype=float)
+            mean = float(values.mean())
+            entry[f"{metric}_mean"] = mean
+            if len(values) > 1:
+                sd = float(values.std(ddof=1))
+                half = float(
+                    stats.t.ppf(0.975, len(values) - 1) * sd / np.sqrt(len(values))
+                )
+                entry[f"{metric}_sd"] = sd
+                entry[f"{metric}_ci95"] = [mean - half, mean + half]
+            else:
+                entry[f"{metric}_sd"] = None
+                entry[f"{metric}_ci95"] = None
+        summary.append(entry)
+    return summary
+
+
+def _thin(x: np.ndarray, y: np.ndarray, n_points: int) -> tuple[list, list]:
+    if len(x) > n_points:
+        keep = np.unique(np.linspace(0, len(x) - 1, n_points).round().astype(int))
+        x, y = x[keep], y[keep]
+    return [round(float(v), 5) for v in x], [round(float(v), 5) for v in y]
+
+
+def curve_points(
+    predictions: pd.DataFrame,
+    labels: np.ndarray,
+    *,
+    subset: str = "test",
+    n_points: int = 200,
+) -> dict[str, dict[str, dict[int, dict[str, list[float]]]]]:
+    """PR and ROC curves per method and split, thinned to ``n_points`` for plotting.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        Columns ``split``, ``method``, ``subset``, ``row``, ``score``.
+    labels : ndarray of shape (n_rows_in_input,)
+        ``Class`` of every input row (indexed by ``row``).
+
+    Returns
+    -------
+    ``{"pr": {method: {split: {"x": recall, "y": precision}}}, "roc": {...}}``
+    """
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    curves: dict = {"pr": {}, "roc": {}}
+    chosen = predictions[predictions["subset"] == subset]
+    for (method, split), group in chosen.groupby(["method", "split"], sort=False):
+        y = labels[group["row"].to_numpy()]
+        scores = group["score"].to_numpy()
+        precision, recall, _ = precision_recall_curve(y, scores)
+        fpr, tpr, _ = roc_curve(y, scores)
+        rx, ry = _thin(recall[::-1], precision[::-1], n_points)
+        fx, fy = _thin(fpr, tpr, n_points)
+        curves["pr"].setdefault(method, {})[int(split)] = {"x": rx, "y": ry}
+        curves["roc"].setdefault(method, {})[int(split)] = {"x": fx, "y": fy}
+    return curves

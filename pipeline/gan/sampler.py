@@ -1,0 +1,104 @@
+"""``GANOverSampler``: the conditional WGAN-GP as an imbalanced-learn over-sampler.
+
+It sits in an ``imblearn.pipeline.Pipeline`` slot beside SMOTE. Samplers run only
+during ``fit``, so generated rows can reach the training rows and nothing else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from imblearn.over_sampling.base import BaseOverSampler
+from sklearn.utils import check_random_state
+
+from pipeline.config import GANConfig
+from pipeline.errors import ArtifactError, DataValidationError
+from pipeline.gan.trainer import (
+    data_fingerprint,
+    generate_rows,
+    load_gan,
+    train_cwgan_gp,
+)
+
+
+class GANOverSampler(BaseOverSampler):
+    """Over-sample the fraud class with rows from a conditional WGAN-GP.
+
+    Parameters
+    ----------
+    sampling_strategy : float, str, dict or callable, default="auto"
+        As in imbalanced-learn; a float is the minority/majority ratio after
+        resampling.
+    random_state : int, RandomState instance or None
+        Seeds GAN training and generation.
+    gan_params : dict, optional
+        Fields of :class:`~pipeline.config.GANConfig` (defaults otherwise).
+    pretrained : str or Path, optional
+        A GAN folder (from :func:`~pipeline.gan.trainer.save_gan`) fitted on exactly
+        the rows given to ``fit_resample``: the GAN is loaded instead of retrained,
+        so one GAN per split serves every consumer. Its data fingerprint is checked;
+        a GAN fitted on other rows is refused, which also rules out leakage.
+
+    Attributes
+    ----------
+    sampling_strategy_ : dict
+        Rows to generate per class.
+    gan_ : TrainedGAN
+        The fitted (or loaded) GAN.
+    """
+
+    _parameter_constraints: dict = {
+        **BaseOverSampler._parameter_constraints,
+        "gan_params": [dict, None],
+        "pretrained": [str, Path, None],
+    }
+
+    def __init__(
+        self,
+        *,
+        sampling_strategy="auto",
+        random_state=None,
+        gan_params=None,
+        pretrained=None,
+    ):
+        super().__init__(sampling_strategy=sampling_strategy)
+        self.random_state = random_state
+        self.gan_params = gan_params
+        self.pretrained = pretrained
+
+    def _fit_resample(self, X, y):
+        classes = set(np.unique(y).tolist())
+        if not classes <= {0, 1}:
+            raise DataValidationError(
+                f"GANOverSampler needs labels 0/1, got {sorted(classes)}"
+            )
+        rng = check_random_state(self.random_state)
+        train_seed, sample_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=2))
+        X = np.asarray(X)
+        if self.pretrained is not None:
+            self.gan_ = load_gan(self.pretrained)
+            if self.gan_.fingerprint != data_fingerprint(X, y):
+                raise ArtifactError(
+                    f"{self.pretrained}: this GAN was fitted on other rows than the "
+                    "ones given to fit_resample; refusing to reuse it"
+                )
+        else:
+            config = GANConfig(**(self.gan_params or {}))
+            self.gan_ = train_cwgan_gp(X, y, config, random_state=train_seed)
+        X_parts, y_parts = [X], [np.asarray(y)]
+        for offset, (label, n_samples) in enumerate(
+            sorted(self.sampling_strategy_.items())
+        ):
+            if n_samples == 0:
+                continue
+            rows = generate_rows(
+                self.gan_.generator,
+                n_samples,
+                latent_dim=self.gan_.latent_dim,
+                label=int(label),
+                random_state=sample_seed + offset,
+            )
+            X_parts.append(rows.astype(X.dtype, copy=False))
+            y_parts.append(np.full(n_samples, label, dtype=np.asarray(y).dtype))
+        return np.vstack(X_parts), np.concatenate(y_parts)

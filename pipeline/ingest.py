@@ -1,0 +1,322 @@
+"""Read and validate the Kaggle credit-card transactions file.
+
+Accepted: ``.csv``, ``.csv.gz``, ``.zip`` (as Kaggle serves it, one CSV inside) and
+``.parquet``. The frame keeps a ``RangeIndex`` equal to each row's 0-based position in
+the input file, which is how predictions refer back to the input (``row``).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import logging
+import re
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.artifacts import file_sha256
+from pipeline.errors import DataValidationError
+
+logger = logging.getLogger(__name__)
+
+FEATURES: tuple[str, ...] = ("Time", *(f"V{i}" for i in range(1, 29)), "Amount")
+"""The 30 feature columns, in Kaggle order."""
+TARGET = "Class"
+COLUMNS: tuple[str, ...] = (*FEATURES, TARGET)
+
+DEMO_SUFFIX = ".demo.json"
+"""Sidecar written next to demo data so every report built on it can say so."""
+
+_READERS = {".csv": "csv", ".gz": "csv", ".zip": "csv", ".parquet": "parquet"}
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """What a run records about its input file."""
+
+    path: str
+    sha256: str
+    rows: int
+    frauds: int
+    duplicate_rows: int
+    demo: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _check_path(path: Path) -> str:
+    if not path.exists():
+        raise DataValidationError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataValidationError(
+            f"{path}: is a directory; expected a .csv, .csv.gz, .zip or .parquet file"
+        )
+    kind = _READERS.get(path.suffix.lower())
+    if kind is None:
+        raise DataValidationError(
+            f"{path}: unsupported file type {path.suffix or '(none)'!r}; "
+            "expected .csv, .csv.gz, .zip or .parquet"
+        )
+    return kind
+
+
+def _parse_error(path: Path, exc: Exception) -> DataValidationError:
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
+    if match:
+        expected, line, seen = match.groups()
+        return DataValidationError(
+            f"{path}: line {line}: found {seen} fields, expected {expected} "
+            "(truncated or malformed line)"
+        )
+    return DataValidationError(f"{path}: cannot parse as CSV: {text}")
+
+
+def _read_raw(path: Path, kind: str) -> pd.DataFrame:
+    if kind == "parquet":
+        try:
+            return pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise DataValidationError(
+                f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})"
+            ) from exc
+    try:
+        # Columns that do not parse as numbers come back as text and are checked
+        # cell by cell, so an error can name the column and row.
+        return pd.read_csv(path, encoding="utf-8-sig", compression="infer")
+    except pd.errors.EmptyDataError as exc:
+        raise DataValidationError(f"{path}: file is empty; expected a header") from exc
+    except pd.errors.ParserError as exc:
+        raise _parse_error(path, exc) from exc
+    except (gzip.BadGzipFile, zipfile.BadZipFile, EOFError) as exc:
+        raise DataValidationError(
+            f"{path}: corrupt or truncated compressed file ({exc})"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise DataValidationError(
+            f"{path}: not UTF-8 text (byte {exc.start}); expected a CSV file"
+        ) from exc
+    except ValueError as exc:  # e.g. a zip holding several files
+        raise DataValidationError(f"{path}: cannot read: {exc}") from exc
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path), encoding="utf-8-sig", newline="")
+    if name.endswith(".zip"):
+        zf = zipfile.ZipFile(path)
+        member = zf.open(zf.namelist()[0])
+        return io.TextIOWrapper(member, encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+def _fields_on_line(path: Path, line: int) -> int | None:
+    """Number of CSV fields on 1-based ``line`` (error path only: streams the file)."""
+    try:
+        with _open_text(path) as fh:
+            for number, record in enumerate(csv.reader(fh), start=1):
+                if number == line:
+                    return len(record)
+    except (OSError, ValueError, zipfile.BadZipFile, csv.Error):
+        return None
+    return None
+
+
+def _describe_row(kind: str, row: int) -> str:
+    # The header is line 1 of a CSV, so data row i is on line i + 2.
+    return f"row {row} (line {row + 2})" if kind == "csv" else f"row {row}"
+
+
+def _check_columns(path: Path, frame: pd.DataFrame) -> None:
+    columns = [str(c).strip() for c in frame.columns]
+    if len(columns) == 1:
+        for sep in (";", "\t", "|"):
+            if sep in columns[0]:
+                raise DataValidationError(
+                    f"{path}: header is one column separated by {sep!r}; "
+                    "expected a comma-separated file"
+                )
+    missing = [c for c in COLUMNS if c not in columns]
+    extra = [c for c in columns if c not in COLUMNS]
+    duplicated = sorted({c for c in columns if columns.count(c) > 1})
+    problems = []
+    if missing:
+        problems.append(f"missing column(s) {', '.join(missing)}")
+    if extra:
+        problems.append(f"unexpected column(s) {', '.join(map(repr, extra[:5]))}")
+    if duplicated:
+        problems.append(f"repeated column(s) {', '.join(duplicated)}")
+    if problems:
+        raise DataValidationError(
+            f"{path}: {'; '.join(problems)}; expected the 31 Kaggle columns "
+            "Time, V1..V28, Amount, Class"
+        )
+
+
+def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        text = column.astype(str).str.strip()
+        values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+        bad = (
+            np.isnan(values)
+            & (text != "").to_numpy()
+            & ~text.str.lower().isin(["nan"]).to_numpy()
+        )
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            found = text.iloc[row]
+            hint = " (a repeated header line?)" if found in COLUMNS else ""
+            raise DataValidationError(
+                f"{path}: column {name}, {_describe_row(kind, row)}: found "
+                f"{found[:40]!r}, expected a number{hint}"
+            )
+    nan = np.isnan(values)
+    if nan.any():
+        row = int(np.flatnonzero(nan)[0])
+        if kind == "csv":
+            # pandas pads a short line with NaN; say so instead of "missing value".
+            fields = _fields_on_line(path, row + 2)
+            if fields is not None and fields != len(COLUMNS):
+                raise DataValidationError(
+                    f"{path}: line {row + 2}: found {fields} fields, expected "
+                    f"{len(COLUMNS)} (truncated or malformed line)"
+                )
+        raise DataValidationError(
+            f"{path}: column {name}, {_describe_row(kind, row)}: missing value (NaN); "
+            "expected a number"
+        )
+    inf = np.isinf(values)
+    if inf.any():
+        row = int(np.flatnonzero(inf)[0])
+        raise DataValidationError(
+            f"{path}: column {name}, {_describe_row(kind, row)}: found {values[row]}, "
+            "expected a finite number"
+        )
+    return values
+
+
+def validate_frame(
+    frame: pd.DataFrame, path: str | Path, kind: str = "csv"
+) -> pd.DataFrame:
+    """Check the Kaggle schema and return a clean, typed copy.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        As read from the file (text or numeric columns, any column order).
+    path : str or Path
+        Named in error messages.
+    kind : {"csv", "parquet"}
+        How rows are described in errors (CSV rows also get their line number).
+
+    Returns
+    -------
+    DataFrame of shape (n_samples, 31)
+        Columns in Kaggle order, features float64, ``Class`` int8, index 0..n-1.
+
+    Raises
+    ------
+    DataValidationError
+        On any deviation from the schema, naming the file, column and row.
+    """
+    path = Path(path)
+    frame = frame.rename(columns=lambda c: str(c).strip())
+    _check_columns(path, frame)
+    if len(frame) == 0:
+        raise DataValidationError(f"{path}: header only, no data rows")
+    data = {name: _to_numeric(path, kind, name, frame[name]) for name in COLUMNS}
+    labels = data[TARGET]
+    bad = (labels != 0) & (labels != 1)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataValidationError(
+            f"{path}: column Class, {_describe_row(kind, row)}: found {labels[row]:g}, "
+            "expected 0 or 1"
+        )
+    negative = data["Amount"] < 0
+    if negative.any():
+        row = int(np.flatnonzero(negative)[0])
+        raise DataValidationError(
+            f"{path}: column Amount, {_describe_row(kind, row)}: found "
+            f"{data['Amount'][row]:g}, expected an amount >= 0"
+        )
+    n_fraud = int(labels.sum())
+    if n_fraud == 0 or n_fraud == len(labels):
+        only = "0 (normal)" if n_fraud == 0 else "1 (fraud)"
+        raise DataValidationError(
+            f"{path}: column Class: every row is {only}; both classes are needed"
+        )
+    out = pd.DataFrame({name: data[name] for name in FEATURES})
+    out[TARGET] = labels.astype(np.int8)
+    return out
+
+
+def read_transactions(path: str | Path) -> tuple[pd.DataFrame, DataSummary]:
+    """Read, validate and summarise a transactions file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv``, ``.csv.gz``, ``.zip`` or ``.parquet`` file with the Kaggle schema.
+
+    Returns
+    -------
+    frame : DataFrame of shape (n_samples, 31)
+        See :func:`validate_frame`.
+    summary : DataSummary
+        sha256 of the file's bytes, rows, frauds, duplicate rows, demo flag.
+
+    Raises
+    ------
+    DataValidationError
+        The file is missing, unreadable, or breaks the schema.
+    """
+    path = Path(path)
+    kind = _check_path(path)
+    if path.stat().st_size == 0:
+        raise DataValidationError(f"{path}: file is empty; expected a header")
+    frame = validate_frame(_read_raw(path, kind), path, kind)
+    sha256 = file_sha256(path)
+    duplicates = int(pd.util.hash_pandas_object(frame, index=False).duplicated().sum())
+    summary = DataSummary(
+        path=str(path),
+        sha256=sha256,
+        rows=len(frame),
+        frauds=int(frame[TARGET].sum()),
+        duplicate_rows=duplicates,
+        demo=is_demo_data(path, sha256),
+    )
+    logger.info(
+        "read %s: %d rows, %d frauds, %d duplicate rows",
+        path,
+        summary.rows,
+        summary.frauds,
+        summary.duplicate_rows,
+    )
+    return frame, summary
+
+
+def is_demo_data(path: str | Path, sha256: str) -> bool:
+    """True when ``path`` was written by :func:`pipeline.datasets.make_demo_data`.
+
+    The demo writer leaves a sidecar recording the file's sha256; a sidecar that
+    does not match the bytes (the file was replaced) does not count.
+    """
+    sidecar = Path(str(path) + DEMO_SUFFIX)
+    if not sidecar.is_file():
+        return False
+    try:
+        meta = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(meta.get("demo")) and meta.get("sha256") == sha256

@@ -1,0 +1,352 @@
+"""The pipeline's stages: pure-ish steps over paths and small dicts.
+
+Each function here is one stage of the run; ``flows/`` wraps each in a Prefect task.
+Stages read their inputs from files, write their outputs atomically, and return a
+small JSON-able dict, so that tasks pass paths and summaries, never frames.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.artifacts import (
+    load_json,
+    load_parquet,
+    save_json,
+    save_parquet,
+    save_text,
+    write_manifest,
+)
+from pipeline.config import PipelineConfig
+from pipeline.errors import ArtifactError
+from pipeline.evaluate import compute_metrics, curve_points, summarise
+from pipeline.ingest import TARGET, read_transactions
+from pipeline.preprocess import TabularTransformer, make_splits, subset_rows
+
+logger = logging.getLogger(__name__)
+
+SPLITS_FILE = "splits.parquet"
+SCORES_DIR = "scores"
+PREDICTIONS_FILE = "predictions.parquet"
+METRICS_FILE = "metrics.json"
+REPORT_FILE = "report.html"
+INDEX_FILE = "index.html"
+LATEST_LINK = "latest"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``YYYYmmddTHHMMSSZ-xxxxxx``: sorts by time, unique across concurrent runs."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def split_dir(run_dir: str | Path, split: int) -> Path:
+    return Path(run_dir) / f"split-{split}"
+
+
+# --------------------------------------------------------------------------- ingest
+def stage_ingest(data_path: str | Path, cache_dir: str | Path) -> dict[str, Any]:
+    """Validate the input and cache it as Parquet (keyed by the file's sha256).
+
+    Nothing is written when validation fails.
+    """
+    frame, summary = read_transactions(data_path)
+    cached = Path(cache_dir) / f"{summary.sha256}.parquet"
+    save_parquet(cached, frame)
+    return {**summary.to_dict(), "frame_path": str(cached)}
+
+
+# ----------------------------------------------------------------------- preprocess
+def stage_prepare(
+    frame_path: str | Path,
+    run_dir: str | Path,
+    config: PipelineConfig,
+    split_seeds: list[int],
+) -> dict[str, Any]:
+    """Make the repeated splits and fit one transformer per split on its train rows."""
+    run_dir = Path(run_dir)
+    frame = load_parquet(frame_path)
+    splits = make_splits(
+        frame[TARGET].to_numpy(),
+        random_states=split_seeds,
+        test_size=config.split.test_size,
+        validation_size=config.split.validation_size,
+    )
+    save_parquet(run_dir / SPLITS_FILE, splits)
+    transformers = []
+    for split in range(len(split_seeds)):
+        train = frame.iloc[subset_rows(splits, split, "train")]
+        transformer = TabularTransformer().fit(train)
+        path = split_dir(run_dir, split) / "transformer.json"
+        save_json(path, transformer.to_dict())
+        transformers.append(str(path))
+    return {
+        "splits_path": str(run_dir / SPLITS_FILE),
+        "transformer_paths": transformers,
+    }
+
+
+def load_split_data(
+    frame_path: str | Path,
+    splits_path: str | Path,
+    transformer_path: str | Path,
+    split: int,
+) -> dict[str, dict[str, np.ndarray]]:
+    """``{subset: {"X", "y", "rows"}}`` of one split, features in model space."""
+    frame = load_parquet(frame_path)
+    splits = load_parquet(splits_path)
+    transformer = TabularTransformer.from_dict(load_json(transformer_path))
+    data = {}
+    for subset in ("train", "validation", "test"):
+        rows = subset_rows(splits, split, subset)
+        part = frame.iloc[rows]
+        data[subset] = {
+            "X": transformer.transform(part),
+            "y": part[TARGET].to_numpy(dtype=np.int64),
+            "rows": rows,
+        }
+    return data
+
+
+# ---------------------------------------------------------------------------- GAN
+def stage_train_gan(
+    frame_path: str | Path,
+    splits_path: str | Path,
+    transformer_path: str | Path,
+    split: int,
+    config: PipelineConfig,
+    seed: int,
+    out_dir: str | Path,
+) -> dict[str, Any]:
+    """Train the split's cWGAN-GP on its training rows only; save it to ``out_dir``."""
+    from pipeline.gan.trainer import save_gan, train_cwgan_gp  # imports TensorFlow
+
+    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    trained = train_cwgan_gp(
+        data["train"]["X"], data["train"]["y"], config.gan, random_state=seed
+    )
+    save_gan(out_dir, trained)
+    last = trained.history[-1] if trained.history else {}
+    return {
+        "split": split,
+        "gan_dir": str(out_dir),
+        "device": trained.meta["device"],
+        "train_seconds": trained.meta["train_seconds"],
+        "steps": trained.meta["steps"],
+        "train_frauds": trained.meta["train_frauds"],
+        "final": {k: v for k, v in last.items() if k not in {"step", "seconds"}},
+    }
+
+
+# ----------------------------------------------------------------------- detectors
+def stage_fit_detector(
+    frame_path: str | Path,
+    splits_path: str | Path,
+    transformer_path: str | Path,
+    split: int,
+    method: str,
+    config: PipelineConfig,
+    *,
+    sampler_seed: int,
+    detector_seed: int,
+    scores_path: str | Path,
+    gan_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Fit one (method, split) detector; score validation and test rows.
+
+    Resampling happens inside the pipeline's ``fit`` on the training rows only; the
+    validation rows (early stopping) and test rows (metrics) stay real and untouched.
+    """
+    from pipeline.detect import (
+        fit_detection_pipeline,
+        fraud_scores,
+        make_detection_pipeline,
+        make_detector,
+        make_sampler,
+    )
+
+    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    sampler = make_sampler(
+        method,
+        config.evaluation,
+        random_state=sampler_seed,
+        gan=config.gan,
+        gan_dir=gan_dir,
+    )
+    pipeline = make_detection_pipeline(
+        sampler, make_detector(config.detector, random_state=detector_seed)
+    )
+    start = time.perf_counter()
+    fit_detection_pipeline(
+        pipeline,
+        data["train"]["X"],
+        data["train"]["y"],
+        data["validation"]["X"],
+        data["validation"]["y"],
+    )
+    fit_seconds = time.perf_counter() - start
+    parts = []
+    for subset in ("validation", "test"):
+        scores = fraud_scores(pipeline, data[subset]["X"])
+        parts.append(
+            pd.DataFrame(
+                {
+                    "split": np.int32(split),
+                    "method": method,
+                    "subset": subset,
+                    "row": data[subset]["rows"].astype(np.int64),
+                    "score": scores.astype(np.float64),
+                }
+            )
+        )
+        if subset == "test":
+            metrics = compute_metrics(data["test"]["y"], scores)
+    save_parquet(scores_path, pd.concat(parts, ignore_index=True))
+    xgb = pipeline.named_steps["xgb"]
+    sampler_step = pipeline.named_steps["sampler"]
+    n_resampled = (
+        len(data["train"]["y"])
+        if sampler is None
+        else int(
+            sum(sampler_step.sampling_strategy_.values()) + len(data["train"]["y"])
+        )
+    )
+    record = {
+        "method": method,
+        "split": split,
+        **metrics,
+        "n_train": int(len(data["train"]["y"])),
+        "n_train_resampled": n_resampled,
+        "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
+        "fit_seconds": round(fit_seconds, 3),
+    }
+    logger.info(
+        "split %d %-9s AUPRC %.4f  ROC-AUC %.4f  (%.1fs)",
+        split,
+        method,
+        record["auprc"],
+        record["roc_auc"],
+        fit_seconds,
+    )
+    return record
+
+
+# -------------------------------------------------------------------------- report
+def _merge_predictions(run_dir: Path, score_paths: list[str]) -> pd.DataFrame:
+    parts = [load_parquet(p) for p in score_paths]
+    predictions = pd.concat(parts, ignore_index=True).sort_values(
+        ["split", "method", "subset", "row"], kind="stable", ignore_index=True
+    )
+    save_parquet(run_dir / PREDICTIONS_FILE, predictions)
+    shutil.rmtree(run_dir / SCORES_DIR, ignore_errors=True)
+    return predictions
+
+
+def update_latest(reports_dir: Path, run_id: str) -> None:
+    """Point ``reports/latest`` at ``run_id``, atomically."""
+    link = reports_dir / LATEST_LINK
+    tmp = reports_dir / f".{LATEST_LINK}.{secrets.token_hex(4)}"
+    try:
+        os.symlink(run_id, tmp, target_is_directory=True)
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        save_text(reports_dir / "LATEST", run_id + "\n")
+
+
+def load_run_summaries(reports_dir: str | Path) -> list[dict[str, Any]]:
+    """The ``metrics.json`` of every finished run in ``reports_dir``, newest first."""
+    runs = []
+    for path in sorted(Path(reports_dir).glob(f"*/{METRICS_FILE}")):
+        if path.parent.is_symlink():
+            continue
+        try:
+            runs.append(load_json(path))
+        except ArtifactError as exc:
+            logger.warning("skipping %s in the run index: %s", path, exc)
+    return sorted(runs, key=lambda r: r.get("run_id", ""), reverse=True)
+
+
+def write_index(reports_dir: str | Path) -> Path:
+    from pipeline.report import render_index
+
+    reports_dir = Path(reports_dir)
+    return save_text(
+        reports_dir / INDEX_FILE, render_index(load_run_summaries(reports_dir))
+    )
+
+
+def stage_report(
+    *,
+    run_id: str,
+    run_dir: str | Path,
+    reports_dir: str | Path,
+    data: dict[str, Any],
+    config: PipelineConfig,
+    seeds: dict[str, list[int]],
+    results: list[dict[str, Any]],
+    gans: list[dict[str, Any]],
+    score_paths: list[str],
+    started_at: str,
+    started_monotonic: float | None = None,
+) -> dict[str, Any]:
+    """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
+    ``manifest.json``; then refresh ``reports/index.html`` and ``reports/latest``."""
+    from pipeline.report import render_report
+
+    run_dir = Path(run_dir)
+    reports_dir = Path(reports_dir)
+    predictions = _merge_predictions(run_dir, score_paths)
+    labels = load_parquet(data["frame_path"], columns=[TARGET])[TARGET].to_numpy()
+    order = {m: i for i, m in enumerate(config.evaluation.methods)}
+    results = sorted(results, key=lambda r: (order.get(r["method"], 99), r["split"]))
+    duration = (
+        time.perf_counter() - started_monotonic
+        if started_monotonic is not None
+        else None
+    )
+    metrics = {
+        "schema_version": 1,
+        "run_id": run_id,
+        "started_at": started_at,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_seconds": round(duration, 1) if duration is not None else None,
+        "profile": config.profile,
+        "seed": config.seed,
+        "data": {k: v for k, v in data.items() if k != "frame_path"},
+        "methods": list(config.evaluation.methods),
+        "n_splits": config.split.n_splits,
+        "primary_metric": "auprc",
+        "results": results,
+        "summary": summarise(results),
+        "gan": {"splits": sorted(gans, key=lambda g: g["split"])},
+        "config": config.model_dump(mode="json"),
+    }
+    save_json(run_dir / METRICS_FILE, metrics)
+    histories = {
+        g["split"]: load_json(Path(g["gan_dir"]) / "history.json") for g in gans
+    }
+    curves = curve_points(predictions, labels, subset="test")
+    save_text(run_dir / REPORT_FILE, render_report(metrics, curves, histories))
+    write_manifest(
+        run_dir,
+        run_id=run_id,
+        config=config.model_dump(mode="json"),
+        config_sha256=config.fingerprint(),
+        seed=config.seed,
+        seeds=seeds,
+        data={k: v for k, v in data.items() if k != "frame_path"},
+    )
+    write_index(reports_dir)
+    update_latest(reports_dir, run_id)
+    return {"run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}

@@ -1,0 +1,131 @@
+"""The whole flow on the real 20k-row sample, under Prefect's test harness."""
+
+import json
+
+import pandas as pd
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from pipeline.artifacts import file_sha256
+from pipeline.errors import DataValidationError
+from pipeline.ingest import read_transactions
+
+pytestmark = pytest.mark.slow
+
+FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
+
+
+@pytest.fixture(scope="module")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="module")
+def finished_run(harness, sample_path, tmp_path_factory):
+    from flows.fraud_flow import fraud_augmentation
+
+    reports = tmp_path_factory.mktemp("reports")
+    cache = tmp_path_factory.mktemp("cache")
+    overrides = {**FAST, "data": {"cache_dir": str(cache)}}
+    result = fraud_augmentation(
+        data_path=str(sample_path),
+        profile="smoke",
+        seed=0,
+        reports_dir=str(reports),
+        overrides=overrides,
+    )
+    return result, reports
+
+
+def test_run_writes_the_four_files(finished_run):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    for name in ("report.html", "metrics.json", "predictions.parquet", "manifest.json"):
+        assert (run_dir / name).is_file(), name
+    assert result["report"] == str(run_dir / "report.html")
+    assert not (run_dir / "scores").exists()  # partial score files were merged
+    assert (reports / "latest").resolve() == run_dir.resolve()
+    assert result["run_id"] in (reports / "index.html").read_text()
+
+
+def test_metrics_and_predictions_agree_and_recompute(finished_run, sample_path):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    frame, summary = read_transactions(sample_path)
+    assert metrics["data"]["sha256"] == summary.sha256
+    assert metrics["data"]["rows"] == 20_000 and metrics["data"]["frauds"] == 492
+    assert metrics["data"]["demo"] is False
+    assert {r["method"] for r in metrics["results"]} == {"none", "smote", "cwgan_gp"}
+
+    predictions = pd.read_parquet(run_dir / "predictions.parquet")
+    assert list(predictions.columns) == ["split", "method", "subset", "row", "score"]
+    labels = frame["Class"].to_numpy()
+    for record in metrics["results"]:
+        chosen = predictions[
+            (predictions["method"] == record["method"])
+            & (predictions["split"] == record["split"])
+            & (predictions["subset"] == "test")
+        ]
+        y = labels[chosen["row"].to_numpy()]
+        assert record["auprc"] == pytest.approx(
+            average_precision_score(y, chosen["score"])
+        )
+        assert record["roc_auc"] == pytest.approx(roc_auc_score(y, chosen["score"]))
+        assert 0.5 < record["auprc"] < 1.0
+
+
+def test_scored_rows_are_real_held_out_rows(finished_run):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    splits = pd.read_parquet(run_dir / "splits.parquet")
+    predictions = pd.read_parquet(run_dir / "predictions.parquet")
+    train = set(splits.loc[splits["subset"] == "train", "row"])
+    for subset in ("validation", "test"):
+        rows = set(predictions.loc[predictions["subset"] == subset, "row"])
+        expected = set(splits.loc[splits["subset"] == subset, "row"])
+        assert rows == expected and not rows & train
+    # Every method scored exactly the same rows.
+    counts = predictions.groupby(["method", "subset"]).size().unstack()
+    assert (counts.nunique() == 1).all()
+
+
+def test_manifest_records_hashes_seeds_and_config(finished_run):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["seed"] == 0 and manifest["config"]["profile"] == "smoke"
+    assert set(manifest["seeds"]) == {"split", "gan", "sampler", "detector"}
+    assert manifest["package_versions"]["tensorflow"]
+    for rel, sha in manifest["artifacts"].items():
+        assert file_sha256(run_dir / rel) == sha
+    assert "split-0/gan/generator.keras" in manifest["artifacts"]
+    assert "report.html" in manifest["artifacts"]
+
+
+def test_report_shows_methods_and_gan(finished_run):
+    result, reports = finished_run
+    html = (reports / result["run_id"] / "report.html").read_text()
+    for method in ("none", "smote", "cwgan_gp"):
+        assert f'data-method="{method}"' in html
+    assert "GAN training" in html and "<script" not in html
+
+
+def test_bad_data_fails_the_flow_and_writes_nothing(harness, tmp_path, demo_frame):
+    from flows.fraud_flow import fraud_augmentation
+
+    bad = tmp_path / "bad.csv"
+    demo_frame.drop(columns="Class").to_csv(bad, index=False)
+    reports = tmp_path / "reports"
+    cache = tmp_path / "cache"
+    with pytest.raises(DataValidationError, match="missing column"):
+        fraud_augmentation(
+            data_path=str(bad),
+            profile="smoke",
+            reports_dir=str(reports),
+            overrides={"data": {"cache_dir": str(cache)}},
+        )
+    assert not reports.exists() and not cache.exists()

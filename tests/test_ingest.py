@@ -1,0 +1,142 @@
+import gzip
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline.errors import DataValidationError
+from pipeline.ingest import COLUMNS, read_transactions
+
+
+def _write(tmp_path, frame, name="t.csv", **kwargs):
+    path = tmp_path / name
+    frame.to_csv(path, index=False, **kwargs)
+    return path
+
+
+def test_real_sample_reads_with_kaggle_quoting(sample_path):
+    frame, summary = read_transactions(sample_path)
+    assert list(frame.columns) == list(COLUMNS)
+    assert summary.rows == 20_000 and summary.frauds == 492
+    assert frame["Class"].dtype == np.int8  # Kaggle quotes Class as "0"/"1"
+    assert summary.duplicate_rows == int(frame.duplicated().sum())
+    assert len(summary.sha256) == 64 and not summary.demo
+
+
+def test_every_supported_format_reads_the_same(tmp_path, demo_frame):
+    csv = _write(tmp_path, demo_frame)
+    gz = _write(tmp_path, demo_frame, "t.csv.gz")
+    zpath = tmp_path / "creditcard.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        zf.write(csv, "creditcard.csv")
+    pq = tmp_path / "t.parquet"
+    demo_frame.to_parquet(pq, index=False)
+    frames = [read_transactions(p)[0] for p in (csv, gz, zpath, pq)]
+    for frame in frames[1:]:
+        pd.testing.assert_frame_equal(frame, frames[0])
+
+
+def test_unusual_but_valid_inputs_are_accepted(tmp_path, demo_frame):
+    reordered = demo_frame[list(reversed(demo_frame.columns))]
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + demo_frame.to_csv(index=False).encode())
+    crlf = tmp_path / "crlf.csv"
+    crlf.write_bytes(demo_frame.to_csv(index=False, lineterminator="\r\n").encode())
+    for path in (_write(tmp_path, reordered, "r.csv"), bom, crlf):
+        frame, _ = read_transactions(path)
+        assert list(frame.columns) == list(COLUMNS)
+        np.testing.assert_allclose(frame["Amount"], demo_frame["Amount"])
+
+
+def _corrupt(frame, column, row, value):
+    out = frame.astype({column: object}).copy()
+    out.loc[row, column] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mutate", "pattern"),
+    [
+        (lambda f: f.drop(columns="Class"), r"missing column\(s\) Class"),
+        (lambda f: f.assign(Extra=1), r"unexpected column\(s\) 'Extra'"),
+        (lambda f: f.iloc[:0], "header only, no data rows"),
+        (
+            lambda f: _corrupt(f, "V3", 5, "abc"),
+            r"column V3, row 5 \(line 7\): found 'abc'",
+        ),
+        (lambda f: _corrupt(f, "V3", 5, "V3"), "repeated header line"),
+        (
+            lambda f: _corrupt(f, "Amount", 2, np.nan),
+            r"column Amount, row 2 \(line 4\): missing",
+        ),
+        (
+            lambda f: _corrupt(f, "V1", 9, np.inf),
+            r"column V1, row 9 .*expected a finite",
+        ),
+        (
+            lambda f: _corrupt(f, "Class", 4, 2),
+            r"column Class, row 4 .*found 2, expected 0 or 1",
+        ),
+        (lambda f: _corrupt(f, "Amount", 1, -5.0), r"column Amount, row 1 .*>= 0"),
+        (lambda f: f.assign(Class=0), r"every row is 0 \(normal\)"),
+        (
+            lambda f: f.rename(columns={"V1": "feature_1"}),
+            r"missing column\(s\) V1; unexpected column\(s\) 'feature_1'",
+        ),
+    ],
+)
+def test_bad_data_names_file_column_and_row(tmp_path, demo_frame, mutate, pattern):
+    path = _write(tmp_path, mutate(demo_frame))
+    with pytest.raises(DataValidationError, match=pattern) as info:
+        read_transactions(path)
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_wrong_delimiter(tmp_path, demo_frame):
+    path = _write(tmp_path, demo_frame, sep=";")
+    with pytest.raises(DataValidationError, match="separated by ';'"):
+        read_transactions(path)
+
+
+def test_truncated_last_line(tmp_path, demo_frame):
+    path = _write(tmp_path, demo_frame)
+    text = path.read_text()
+    path.write_text(text + "12,0.5,0.25\n")
+    with pytest.raises(
+        DataValidationError, match=r"line \d+: found 3 fields, expected 31"
+    ):
+        read_transactions(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "pattern"),
+    [
+        ("empty.csv", b"", "file is empty"),
+        ("bytes.csv", bytes(range(256)) * 8, "not UTF-8|cannot parse|missing column"),
+        ("bad.csv.gz", b"\x1f\x8b\x08\x00garbage", "corrupt or truncated"),
+        ("bad.zip", b"PK\x03\x04garbage", "corrupt or truncated|cannot read"),
+        ("bad.parquet", b"PAR1 not really", "not a readable Parquet file"),
+        ("data.txt", b"a,b\n1,2\n", "unsupported file type '.txt'"),
+    ],
+)
+def test_unreadable_files(tmp_path, name, content, pattern):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataValidationError, match=pattern):
+        read_transactions(path)
+
+
+def test_truncated_gzip(tmp_path, demo_frame):
+    path = tmp_path / "t.csv.gz"
+    path.write_bytes(gzip.compress(demo_frame.to_csv(index=False).encode())[:-2000])
+    with pytest.raises(DataValidationError, match="corrupt or truncated"):
+        read_transactions(path)
+
+
+def test_missing_path_and_directory(tmp_path):
+    with pytest.raises(DataValidationError, match="no such file"):
+        read_transactions(tmp_path / "nope.csv")
+    with pytest.raises(DataValidationError, match="is a directory"):
+        read_transactions(tmp_path)

@@ -1,0 +1,86 @@
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from pipeline.errors import ArtifactError, DataValidationError
+from pipeline.ingest import FEATURES
+from pipeline.preprocess import TabularTransformer, make_splits, subset_rows
+
+
+def test_splits_are_stratified_disjoint_and_cover_every_row(demo_frame):
+    y = demo_frame["Class"].to_numpy()
+    splits = make_splits(y, random_states=[11, 12])
+    assert set(splits.columns) == {"split", "row", "subset"}
+    for split in (0, 1):
+        parts = {
+            s: subset_rows(splits, split, s) for s in ("train", "validation", "test")
+        }
+        rows = np.concatenate(list(parts.values()))
+        assert sorted(rows) == list(range(len(y)))
+        assert len(parts["test"]) == pytest.approx(0.2 * len(y), abs=1)
+        assert len(parts["validation"]) == pytest.approx(0.2 * len(y), abs=1)
+        for idx in parts.values():
+            assert y[idx].mean() == pytest.approx(y.mean(), abs=0.005)
+    # Different seeds give different splits; the same seeds the same.
+    assert not np.array_equal(
+        subset_rows(splits, 0, "test"), subset_rows(splits, 1, "test")
+    )
+    assert splits.equals(make_splits(y, random_states=[11, 12]))
+
+
+def test_splits_need_frauds_for_every_subset():
+    with pytest.raises(DataValidationError, match="only 2 fraud rows"):
+        make_splits(np.array([0] * 50 + [1, 1]), random_states=[0])
+
+
+def test_transformer_is_fitted_on_the_given_rows_only(demo_frame):
+    train = demo_frame.iloc[:1000]
+    transformer = TabularTransformer().fit(train)
+    Z = transformer.transform(train)
+    np.testing.assert_allclose(Z.mean(axis=0), 0, atol=1e-9)
+    np.testing.assert_allclose(Z.std(axis=0), 1, atol=1e-9)
+    assert transformer.mean_["V1"] == pytest.approx(train["V1"].mean())
+    assert transformer.mean_["Amount"] == pytest.approx(
+        np.log1p(train["Amount"]).mean()
+    )
+
+
+def test_transformer_json_round_trip(demo_frame):
+    transformer = TabularTransformer().fit(demo_frame)
+    payload = json.loads(json.dumps(transformer.to_dict()))
+    again = TabularTransformer.from_dict(payload)
+    np.testing.assert_array_equal(
+        again.transform(demo_frame), transformer.transform(demo_frame)
+    )
+    with pytest.raises(ArtifactError, match="schema_version"):
+        TabularTransformer.from_dict({**payload, "schema_version": 99})
+
+
+def test_to_domain_makes_valid_transactions(demo_frame):
+    transformer = TabularTransformer().fit(demo_frame)
+    frame = transformer.inverse_transform(np.full((3, 30), -40.0))
+    fixed = transformer.to_domain(frame)
+    assert (fixed["Amount"] >= 0).all()
+    assert (fixed["Time"] >= demo_frame["Time"].min()).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(
+        np.float64,
+        (8, len(FEATURES)),
+        elements=st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False),
+    )
+)
+def test_inverse_is_exact(values):
+    import pandas as pd
+
+    frame = pd.DataFrame(values, columns=list(FEATURES))
+    frame["Amount"] = frame["Amount"].abs()
+    transformer = TabularTransformer().fit(frame)
+    back = transformer.inverse_transform(transformer.transform(frame))
+    np.testing.assert_allclose(back.to_numpy(), frame.to_numpy(), rtol=1e-9, atol=1e-8)

@@ -1,0 +1,93 @@
+import re
+
+from pipeline.report import render_index, render_report
+
+
+def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
+    results = [
+        {
+            "method": m,
+            "split": 0,
+            "auprc": a,
+            "roc_auc": 0.95,
+            "n_test": 100,
+            "n_test_frauds": 5,
+            "n_train_resampled": 300,
+            "best_iteration": 9,
+            "fit_seconds": 1.0,
+        }
+        for m, a in (("none", 0.8), ("smote", 0.82), ("cwgan_gp", 0.79))
+    ]
+    return {
+        "run_id": run_id,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "duration_seconds": 12.0,
+        "profile": "smoke",
+        "seed": 0,
+        "n_splits": 1,
+        "methods": ["none", "smote", "cwgan_gp"],
+        "data": {
+            "path": path,
+            "sha256": "ab" * 32,
+            "rows": 1000,
+            "frauds": 10,
+            "duplicate_rows": 0,
+            "demo": demo,
+        },
+        "results": results,
+        "summary": [
+            {
+                "method": r["method"],
+                "n_splits": 1,
+                "auprc_mean": r["auprc"],
+                "auprc_ci95": None,
+                "roc_auc_mean": r["roc_auc"],
+                "roc_auc_ci95": None,
+            }
+            for r in results
+        ],
+        "gan": {"splits": []},
+        "config": {"report": {"title": "fraudaug evaluation report"}},
+    }
+
+
+CURVES = {
+    kind: {
+        m: {0: {"x": [0, 0.5, 1], "y": [1, 0.8, 0.1]}}
+        for m in ("none", "smote", "cwgan_gp")
+    }
+    for kind in ("pr", "roc")
+}
+
+
+def test_report_is_self_contained_and_shows_every_method():
+    html = render_report(_metrics(), CURVES)
+    for method in ("none", "smote", "cwgan_gp"):
+        assert f'data-method="{method}"' in html
+    assert "<script" not in html
+    # No resource from anywhere: no src/href to a URL, no @import, no url().
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
+    assert "@import" not in html and "url(" not in html
+    assert "0.8200" in html  # smote's AUPRC, the best, is shown
+    assert 'class="best" data-metric="auprc_mean">0.8200' in html
+    assert "DEMO DATA" not in html
+
+
+def test_demo_banner():
+    assert "DEMO DATA" in render_report(_metrics(demo=True), CURVES)
+
+
+def test_data_derived_strings_are_escaped():
+    html = render_report(_metrics(path="<script>alert(1)</script>.csv"), CURVES)
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    index = render_index([_metrics(path="<script>x</script>")])
+    assert "<script>x</script>" not in index
+
+
+def test_index_lists_runs_and_charts_history():
+    runs = [_metrics(run_id=f"2026010{i}T000000Z-abc12{i}") for i in range(1, 4)]
+    html = render_index(runs)
+    for run in runs:
+        assert f'href="{run["run_id"]}/report.html"' in html
+    assert "<svg" in html
