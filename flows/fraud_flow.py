@@ -5,6 +5,7 @@ Tasks pass paths and small dicts; all the work is in :mod:`pipeline.stages`.
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,6 +109,10 @@ def fraud_augmentation(
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     """
     logger = get_run_logger()
+    if logging.getLogger("pipeline").level == logging.NOTSET:
+        # Progress lines (GAN steps, per-fit metrics) are INFO: show them in the
+        # run's logs (PREFECT_LOGGING_EXTRA_LOGGERS=pipeline attaches the handler).
+        logging.getLogger("pipeline").setLevel(logging.INFO)
     started_monotonic = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     config = load_config(profile, seed=seed, overrides=overrides)
@@ -127,50 +132,49 @@ def fraud_augmentation(
     prepared = prepare(data["frame_path"], str(run_dir), config, seeds["split"])
 
     methods = config.evaluation.methods
-    gan_futures = {}
+
+    def submit_fit(split: int, method: str, gan_dir: str | None = None):
+        return fit_detector.submit(
+            data["frame_path"],
+            prepared["splits_path"],
+            prepared["transformer_paths"][split],
+            split,
+            method,
+            config,
+            seeds["sampler"][split],
+            seeds["detector"][split],
+            str(run_dir / stages.SCORES_DIR / f"{method}-split-{split}.parquet"),
+            gan_dir,
+        )
+
+    # Detectors that need no GAN go to the task runner first; the GANs then train
+    # one split after another (each already uses every core) and each split's
+    # cwgan_gp detector is submitted as soon as its GAN is saved. No worker thread
+    # ever sits blocked waiting for another task.
+    detector_futures = [
+        submit_fit(split, method)
+        for split in range(n_splits)
+        for method in methods
+        if method != "cwgan_gp"
+    ]
+    gans = []
     if "cwgan_gp" in methods:
         _enable_tensorflow_determinism()
-        previous = None
         for split in range(n_splits):
-            # One GAN per split, trained one after another: each already uses every
-            # core, and Keras graph building is not meant to be shared across threads.
-            previous = train_gan.submit(
-                data["frame_path"],
-                prepared["splits_path"],
-                prepared["transformer_paths"][split],
-                split,
-                config,
-                seeds["gan"][split],
-                str(stages.split_dir(run_dir, split) / "gan"),
-                wait_for=[previous] if previous is not None else None,
-            )
-            gan_futures[split] = previous
-
-    detector_futures = []
-    for split in range(n_splits):
-        for method in methods:
-            gan_future = gan_futures.get(split) if method == "cwgan_gp" else None
-            detector_futures.append(
-                fit_detector.submit(
+            gan_dir = str(stages.split_dir(run_dir, split) / "gan")
+            gans.append(
+                train_gan.submit(
                     data["frame_path"],
                     prepared["splits_path"],
                     prepared["transformer_paths"][split],
                     split,
-                    method,
                     config,
-                    seeds["sampler"][split],
-                    seeds["detector"][split],
-                    str(
-                        run_dir / stages.SCORES_DIR / f"{method}-split-{split}.parquet"
-                    ),
-                    str(stages.split_dir(run_dir, split) / "gan")
-                    if gan_future
-                    else None,
-                    wait_for=[gan_future] if gan_future else None,
-                )
+                    seeds["gan"][split],
+                    gan_dir,
+                ).result()
             )
+            detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
     results = [f.result() for f in detector_futures]
-    gans = [f.result() for f in gan_futures.values()]
     written = report(
         run_id=run_id,
         run_dir=str(run_dir),

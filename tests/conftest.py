@@ -10,6 +10,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "pipeline")
+os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests never touch the developer's Prefect home or database.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="fraudaug-prefect-home-")

@@ -183,3 +183,23 @@ def test_gan_sampler_reuses_a_pretrained_gan_only_for_its_own_rows(
     )
     with pytest.raises(ArtifactError, match="fitted on other rows"):
         other.fit_resample(X[:-10], y[:-10])
+
+
+def test_exactly_the_configured_number_of_steps(model_space):
+    X, y = model_space
+    trained = train_cwgan_gp(
+        X, y, GANConfig(**{**TINY, "steps": 7}), random_state=0, log_every=3
+    )
+    assert [p["step"] for p in trained.history] == [3, 6, 7]
+    assert trained.meta["steps"] == 7
+
+
+def test_a_resumed_stream_continues_where_it_stopped(model_space):
+    X, y = model_space
+    kwargs = dict(batch_size=16, n_critic=1, fraud_fraction=0.5, seed=9)
+    whole = [
+        b[0].numpy()
+        for _, b in zip(range(5), make_training_dataset(X, y, **kwargs), strict=False)
+    ]
+    tail = next(iter(make_training_dataset(X, y, start_step=3, **kwargs)))[0].numpy()
+    np.testing.assert_array_equal(tail, whole[3])

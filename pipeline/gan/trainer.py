@@ -112,11 +112,13 @@ class _ProgressLogger(keras.callbacks.Callback):
         self.total_steps = total_steps
         self.log_every = log_every
         self.history: list[dict[str, float]] = []
+        self.first_step = 0
+        self.per_epoch = log_every
         self._start = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
         logs = {k: float(v) for k, v in (logs or {}).items()}
-        step = (epoch + 1) * self.log_every
+        step = self.first_step + (epoch + 1) * self.per_epoch
         elapsed = time.perf_counter() - self._start
         rate = step / elapsed if elapsed > 0 else float("nan")
         eta = (self.total_steps - step) / rate if rate > 0 else float("nan")
@@ -219,36 +221,47 @@ def train_cwgan_gp(
         )
 
     gan.compile(g_optimizer=adam(), c_optimizer=adam())
-    dataset = make_training_dataset(
-        X,
-        y,
-        batch_size=config.batch_size,
-        n_critic=config.n_critic,
-        fraud_fraction=config.fraud_fraction,
-        seed=int(seeds[3]),
-    )
-    log_every = log_every or max(1, config.steps // 40)
-    epochs = max(1, -(-config.steps // log_every))
-    progress = _ProgressLogger(epochs * log_every, log_every)
+    log_every = min(log_every or max(1, config.steps // 40), config.steps)
+    progress = _ProgressLogger(config.steps, log_every)
     device = training_device()
     logger.info(
         "training cWGAN-GP on %s: %d rows (%d frauds), %d steps of %d x %d",
         device,
         len(y),
         n_fraud,
-        epochs * log_every,
+        config.steps,
         config.n_critic,
         config.batch_size,
     )
     start = time.perf_counter()
-    gan.fit(
-        dataset,
-        epochs=epochs,
-        steps_per_epoch=log_every,
-        verbose=0,
-        shuffle=False,
-        callbacks=[progress],
-    )
+    # Whole chunks of ``log_every`` steps (one Keras "epoch" each), then the rest;
+    # the dataset is keyed by step number, so the remainder continues the stream.
+    full, rest = divmod(config.steps, log_every)
+    for first_step, epochs, per_epoch in (
+        (0, full, log_every),
+        (full * log_every, 1, rest),
+    ):
+        if epochs == 0 or per_epoch == 0:
+            continue
+        dataset = make_training_dataset(
+            X,
+            y,
+            batch_size=config.batch_size,
+            n_critic=config.n_critic,
+            fraud_fraction=config.fraud_fraction,
+            seed=int(seeds[3]),
+            start_step=first_step,
+        )
+        progress.first_step = first_step
+        progress.per_epoch = per_epoch
+        gan.fit(
+            dataset,
+            epochs=epochs,
+            steps_per_epoch=per_epoch,
+            verbose=0,
+            shuffle=False,
+            callbacks=[progress],
+        )
     seconds = time.perf_counter() - start
     last = progress.history[-1] if progress.history else {}
     if not all(np.isfinite(v) for v in last.values()):
@@ -264,7 +277,7 @@ def train_cwgan_gp(
         meta={
             "device": device,
             "train_seconds": round(seconds, 3),
-            "steps": epochs * log_every,
+            "steps": config.steps,
             "train_rows": int(len(y)),
             "train_frauds": n_fraud,
             "random_state": int(random_state),
