@@ -57,6 +57,23 @@ class GANConfig(_Section):
     min_fraud_rows: int = Field(
         10, ge=2, description="Fewest training frauds the GAN accepts."
     )
+    eval_every: int | None = Field(
+        None,
+        ge=1,
+        description="Steps between checkpoints and model-selection checks "
+        "(default: a tenth of the steps).",
+    )
+    max_consecutive_nonfinite: int = Field(
+        5,
+        ge=1,
+        description="Steps in a row with skipped non-finite updates before training "
+        "restores the last good state and halves the learning rate.",
+    )
+    precision: Literal["float32", "mixed_bfloat16"] = Field(
+        "float32",
+        description="mixed_bfloat16 for GPUs; the penalty stays float32 either way.",
+    )
+    jit_compile: bool = Field(False, description="XLA-compile the training step.")
 
     @model_validator(mode="after")
     def _check_widths(self) -> GANConfig:

@@ -11,12 +11,17 @@ from pipeline.gan.penalty import gradient_penalty
 
 
 class ConditionalWGANGP(keras.Model):
-    """Conditional Wasserstein GAN with gradient penalty.
+    """Conditional Wasserstein GAN with gradient penalty and a non-finite guard.
 
     Each batch handed to :meth:`train_step` holds ``n_critic`` critic batches stacked
     along the first axis: ``(x, condition)`` with ``x`` of shape
     ``(n_critic * batch_size, n_features)``. The critic is updated once on each, then
     the generator once, conditioned on the labels of the last critic batch.
+
+    An update whose loss or gradients are not finite is not applied (the weights and
+    the optimizer state stay untouched) and is counted in ``nonfinite_steps``;
+    ``consecutive_nonfinite`` counts train steps in a row with such an update, and
+    ``max_consecutive_nonfinite`` the longest such run since the last reset.
 
     Parameters
     ----------
@@ -58,11 +63,19 @@ class ConditionalWGANGP(keras.Model):
         self.g_loss_tracker = keras.metrics.Mean(name="generator_loss")
         self.gp_tracker = keras.metrics.Mean(name="gradient_penalty")
         self.w_tracker = keras.metrics.Mean(name="wasserstein")
+        counter = {"dtype": "int64", "trainable": False}
+        self.nonfinite_steps = tf.Variable(0, name="nonfinite_steps", **counter)
+        self.consecutive_nonfinite = tf.Variable(0, name="consecutive", **counter)
+        self.max_consecutive_nonfinite = tf.Variable(0, name="max_consec", **counter)
 
     def compile(self, g_optimizer, c_optimizer, **kwargs):
         super().compile(**kwargs)
         self.g_optimizer = g_optimizer
         self.c_optimizer = c_optimizer
+        # Built up front: the guard applies updates inside tf.cond, where an
+        # optimizer must not create its slot variables.
+        g_optimizer.build(self.generator.trainable_variables)
+        c_optimizer.build(self.critic.trainable_variables)
 
     @property
     def metrics(self):
@@ -78,6 +91,19 @@ class ConditionalWGANGP(keras.Model):
 
     def _noise(self, n):
         return keras.random.normal((n, self.latent_dim), seed=self.seed_generator)
+
+    @staticmethod
+    def _apply_if_finite(optimizer, loss, grads, variables):
+        finite = tf.math.is_finite(loss)
+        for grad in grads:
+            if grad is not None:
+                finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(grad)))
+
+        def apply():
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
+            return tf.constant(True)
+
+        return tf.cond(finite, apply, lambda: tf.constant(False))
 
     def _critic_step(self, x_real, condition):
         n = ops.shape(x_real)[0]
@@ -96,10 +122,10 @@ class ConditionalWGANGP(keras.Model):
             )
             loss = -wasserstein + self.gp_weight * gp
         grads = tape.gradient(loss, self.critic.trainable_weights)
-        self.c_optimizer.apply_gradients(
-            zip(grads, self.critic.trainable_weights, strict=True)
+        applied = self._apply_if_finite(
+            self.c_optimizer, loss, grads, self.critic.trainable_weights
         )
-        return loss, gp, wasserstein
+        return loss, gp, wasserstein, applied
 
     def _generator_step(self, condition):
         n = ops.shape(condition)[0]
@@ -108,20 +134,35 @@ class ConditionalWGANGP(keras.Model):
             loss = -ops.mean(self.critic([x_fake, condition], training=True))
             loss = ops.cast(loss, "float32")
         grads = tape.gradient(loss, self.generator.trainable_weights)
-        self.g_optimizer.apply_gradients(
-            zip(grads, self.generator.trainable_weights, strict=True)
+        applied = self._apply_if_finite(
+            self.g_optimizer, loss, grads, self.generator.trainable_weights
         )
-        return loss
+        return loss, applied
+
+    @staticmethod
+    def _track(tracker, value, applied):
+        # A skipped update's NaN must not poison the running mean.
+        weight = tf.cast(applied, "float32")
+        tracker.update_state(tf.where(applied, value, 0.0), sample_weight=weight)
 
     def train_step(self, data):
         x, condition = data
         xs = ops.split(x, self.n_critic, axis=0)
         conditions = ops.split(condition, self.n_critic, axis=0)
+        all_applied = tf.constant(True)
         for x_real, cond in zip(xs, conditions, strict=True):
-            c_loss, gp, wasserstein = self._critic_step(x_real, cond)
-            self.c_loss_tracker.update_state(c_loss)
-            self.gp_tracker.update_state(gp)
-            self.w_tracker.update_state(wasserstein)
-        g_loss = self._generator_step(conditions[-1])
-        self.g_loss_tracker.update_state(g_loss)
+            c_loss, gp, wasserstein, applied = self._critic_step(x_real, cond)
+            all_applied = tf.logical_and(all_applied, applied)
+            self._track(self.c_loss_tracker, c_loss, applied)
+            self._track(self.gp_tracker, gp, applied)
+            self._track(self.w_tracker, wasserstein, applied)
+        g_loss, applied = self._generator_step(conditions[-1])
+        all_applied = tf.logical_and(all_applied, applied)
+        self._track(self.g_loss_tracker, g_loss, applied)
+        bad = 1 - tf.cast(all_applied, "int64")
+        self.nonfinite_steps.assign_add(bad)
+        self.consecutive_nonfinite.assign((self.consecutive_nonfinite + 1) * bad)
+        self.max_consecutive_nonfinite.assign(
+            tf.maximum(self.max_consecutive_nonfinite, self.consecutive_nonfinite)
+        )
         return {m.name: m.result() for m in self.metrics}

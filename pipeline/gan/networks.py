@@ -8,12 +8,12 @@ import keras
 from keras import layers
 
 
-def _dense(units: int, seed: int, name: str, activation=None) -> layers.Dense:
+def _dense(units: int, seed: int, name: str, dtype=None) -> layers.Dense:
     return layers.Dense(
         units,
-        activation=activation,
         kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
         name=name,
+        dtype=dtype,
     )
 
 
@@ -25,6 +25,7 @@ def build_generator(
     widths: Sequence[int] = (256, 256),
     negative_slope: float = 0.2,
     seed: int = 0,
+    dtype: str = "float32",
 ) -> keras.Model:
     """Generator ``[z, one_hot(label)] -> row`` in model space (linear output).
 
@@ -42,14 +43,19 @@ def build_generator(
         LeakyReLU slope.
     seed : int
         Seeds the weight initialisers (layer ``i`` uses ``seed + i``).
+    dtype : str
+        Dtype policy of the hidden layers (``"mixed_bfloat16"`` on a GPU); the
+        output layer always computes in float32.
     """
     z = keras.Input((latent_dim,), name="z")
     condition = keras.Input((n_classes,), name="condition")
     h = layers.Concatenate(name="z_condition")([z, condition])
     for i, width in enumerate(widths):
-        h = _dense(width, seed + i, f"dense_{i}")(h)
-        h = layers.LeakyReLU(negative_slope=negative_slope, name=f"leaky_{i}")(h)
-    out = _dense(n_features, seed + len(widths), "row")(h)
+        h = _dense(width, seed + i, f"dense_{i}", dtype)(h)
+        h = layers.LeakyReLU(
+            negative_slope=negative_slope, name=f"leaky_{i}", dtype=dtype
+        )(h)
+    out = _dense(n_features, seed + len(widths), "row", "float32")(h)
     return keras.Model([z, condition], out, name="generator")
 
 
@@ -60,6 +66,7 @@ def build_critic(
     widths: Sequence[int] = (256, 256),
     negative_slope: float = 0.2,
     seed: int = 0,
+    dtype: str = "float32",
 ) -> keras.Model:
     """Critic ``[row, one_hot(label)] -> score`` (no BatchNorm: it breaks the GP,
     which assumes each row's score depends on that row alone)."""
@@ -67,7 +74,9 @@ def build_critic(
     condition = keras.Input((n_classes,), name="condition")
     h = layers.Concatenate(name="row_condition")([x, condition])
     for i, width in enumerate(widths):
-        h = _dense(width, seed + 1000 + i, f"dense_{i}")(h)
-        h = layers.LeakyReLU(negative_slope=negative_slope, name=f"leaky_{i}")(h)
-    out = _dense(1, seed + 1000 + len(widths), "score")(h)
+        h = _dense(width, seed + 1000 + i, f"dense_{i}", dtype)(h)
+        h = layers.LeakyReLU(
+            negative_slope=negative_slope, name=f"leaky_{i}", dtype=dtype
+        )(h)
+    out = _dense(1, seed + 1000 + len(widths), "score", "float32")(h)
     return keras.Model([x, condition], out, name="critic")

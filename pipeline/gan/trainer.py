@@ -104,39 +104,6 @@ def make_training_dataset(
     )
 
 
-class _ProgressLogger(keras.callbacks.Callback):
-    """Logs steps, losses, W estimate, steps/s and ETA; keeps the loss curves."""
-
-    def __init__(self, total_steps: int, log_every: int):
-        super().__init__()
-        self.total_steps = total_steps
-        self.log_every = log_every
-        self.history: list[dict[str, float]] = []
-        self.first_step = 0
-        self.per_epoch = log_every
-        self._start = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = {k: float(v) for k, v in (logs or {}).items()}
-        step = self.first_step + (epoch + 1) * self.per_epoch
-        elapsed = time.perf_counter() - self._start
-        rate = step / elapsed if elapsed > 0 else float("nan")
-        eta = (self.total_steps - step) / rate if rate > 0 else float("nan")
-        self.history.append({"step": step, "seconds": round(elapsed, 3), **logs})
-        logger.info(
-            "GAN step %d/%d  critic %.4f  generator %.4f  GP %.4f  W %.4f  "
-            "%.1f steps/s  ETA %.0fs",
-            step,
-            self.total_steps,
-            logs.get("critic_loss", float("nan")),
-            logs.get("generator_loss", float("nan")),
-            logs.get("gradient_penalty", float("nan")),
-            logs.get("wasserstein", float("nan")),
-            rate,
-            eta,
-        )
-
-
 @dataclass
 class TrainedGAN:
     """A fitted generator and what it takes to use and describe it."""
@@ -149,12 +116,311 @@ class TrainedGAN:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+CHECKPOINT_ARRAYS = "checkpoint.npz"
+CHECKPOINT_STATE = "checkpoint.json"
+BEST_ARRAYS = "best.npz"
+
+
+class _Trainer:
+    """The training loop around :class:`ConditionalWGANGP`.
+
+    Training runs in chunks of ``log_every`` steps (one ``fit`` call each, so the
+    Keras ``train_step`` does the work); between chunks the loop logs progress,
+    checks for runs of non-finite steps, scores the generator for model selection,
+    and writes checkpoints. Every piece of state that affects later steps (weights,
+    optimizer moments, the noise generator's state, the step number: the batch
+    stream is keyed by it) is in the checkpoint, so a resumed run continues exactly
+    where the killed one stopped.
+    """
+
+    def __init__(self, X, y, config: GANConfig, random_state: int):
+        self.X = np.asarray(X)
+        self.y = np.asarray(y).astype(np.int64)
+        self.config = config
+        self.random_state = int(random_state)
+        seeds = np.random.SeedSequence(random_state).generate_state(5)
+        self.data_seed = int(seeds[3])
+        self.select_seed = int(seeds[4])
+        n_features = self.X.shape[1]
+        common = {
+            "n_classes": N_CLASSES,
+            "negative_slope": config.leaky_relu_slope,
+            "dtype": config.precision,
+        }
+        self.generator = build_generator(
+            n_features,
+            latent_dim=config.latent_dim,
+            widths=config.generator_widths,
+            seed=int(seeds[0] % 2**30),
+            **common,
+        )
+        self.critic = build_critic(
+            n_features,
+            widths=config.critic_widths,
+            seed=int(seeds[1] % 2**30),
+            **common,
+        )
+        self.gan = ConditionalWGANGP(
+            self.generator,
+            self.critic,
+            latent_dim=config.latent_dim,
+            n_critic=config.n_critic,
+            gp_weight=config.gp_weight,
+            gp_epsilon=config.gp_epsilon,
+            seed=int(seeds[2] % 2**30),
+        )
+        self.gan.compile(
+            g_optimizer=self._adam(),
+            c_optimizer=self._adam(),
+            jit_compile=config.jit_compile,
+        )
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+        self.selection: list[dict[str, float]] = []
+        self.best: dict[str, Any] | None = None
+        self.recoveries = 0
+        self.resumed_from = 0
+
+    def _adam(self):
+        return keras.optimizers.Adam(
+            learning_rate=self.config.learning_rate,
+            beta_1=self.config.beta_1,
+            beta_2=self.config.beta_2,
+        )
+
+    # -- state ------------------------------------------------------------------
+    def _variables(self) -> list:
+        return [
+            *self.generator.weights,
+            *self.critic.weights,
+            *self.gan.g_optimizer.variables,
+            *self.gan.c_optimizer.variables,
+            self.gan.seed_generator.state,
+            self.gan.nonfinite_steps,
+        ]
+
+    def _snapshot(self) -> list[np.ndarray]:
+        return [np.array(v.numpy()) for v in self._variables()]
+
+    def _restore(self, arrays: list[np.ndarray]) -> None:
+        variables = self._variables()
+        if len(arrays) != len(variables):
+            raise ArtifactError("checkpoint does not match the GAN's architecture")
+        for variable, value in zip(variables, arrays, strict=True):
+            if tuple(variable.shape) != value.shape:
+                raise ArtifactError("checkpoint does not match the GAN's architecture")
+            variable.assign(value)
+
+    def _state(self, fingerprint: str) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "step": self.step,
+            "fingerprint": fingerprint,
+            "random_state": self.random_state,
+            "config": self.config.model_dump(mode="json"),
+            "history": self.history,
+            "selection": self.selection,
+            "best": None
+            if self.best is None
+            else {k: v for k, v in self.best.items() if k != "weights"},
+            "recoveries": self.recoveries,
+            "learning_rate": float(self.gan.g_optimizer.learning_rate.numpy()),
+        }
+
+    def save_checkpoint(self, directory: Path, fingerprint: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        _save_arrays(directory / CHECKPOINT_ARRAYS, self._snapshot())
+        if self.best is not None:
+            _save_arrays(directory / BEST_ARRAYS, self.best["weights"])
+        # The JSON goes last: it is what marks the checkpoint as complete.
+        save_json(directory / CHECKPOINT_STATE, self._state(fingerprint))
+
+    def try_resume(self, directory: Path, fingerprint: str) -> bool:
+        state_path = directory / CHECKPOINT_STATE
+        if not state_path.is_file():
+            return False
+        state = load_json(state_path)
+        same = (
+            state.get("fingerprint") == fingerprint
+            and state.get("random_state") == self.random_state
+            and state.get("config") == self.config.model_dump(mode="json")
+        )
+        if not same:
+            logger.warning(
+                "ignoring checkpoint in %s: other data, seed or config", directory
+            )
+            return False
+        self._restore(_load_arrays(directory / CHECKPOINT_ARRAYS))
+        self.step = int(state["step"])
+        self.history = list(state["history"])
+        self.selection = list(state["selection"])
+        self.recoveries = int(state["recoveries"])
+        for optimizer in (self.gan.g_optimizer, self.gan.c_optimizer):
+            optimizer.learning_rate.assign(state["learning_rate"])
+        if state.get("best") is not None:
+            self.best = {
+                **state["best"],
+                "weights": _load_arrays(directory / BEST_ARRAYS),
+            }
+        self.resumed_from = self.step
+        logger.info("resuming GAN training from the checkpoint at step %d", self.step)
+        return True
+
+    # -- the loop ---------------------------------------------------------------
+    def _select(self, validation: np.ndarray) -> None:
+        from pipeline.fidelity import c2st_auc
+
+        rows = generate_rows(
+            self.generator,
+            len(validation),
+            latent_dim=self.config.latent_dim,
+            random_state=self.select_seed,
+        )
+        if not np.isfinite(rows).all():
+            return
+        score = c2st_auc(rows, validation, random_state=self.select_seed)
+        self.selection.append({"step": self.step, "c2st_auc": score})
+        if self.best is None or score < self.best["c2st_auc"]:
+            self.best = {
+                "step": self.step,
+                "c2st_auc": score,
+                "weights": [np.array(w) for w in self.generator.get_weights()],
+            }
+        logger.info(
+            "GAN step %d: validation C2ST %.3f (best %.3f at step %d)",
+            self.step,
+            score,
+            self.best["c2st_auc"],
+            self.best["step"],
+        )
+
+    def _recover(self, good: list[np.ndarray]) -> None:
+        self.recoveries += 1
+        if self.recoveries > 1:
+            raise TrainingError(
+                f"GAN training produced non-finite losses or gradients for "
+                f"{self.config.max_consecutive_nonfinite} steps in a row again after "
+                "restoring the last good state and halving the learning rate; "
+                "stopping. Check the input scaling or lower gan.learning_rate."
+            )
+        self._restore(good)
+        for optimizer in (self.gan.g_optimizer, self.gan.c_optimizer):
+            optimizer.learning_rate.assign(optimizer.learning_rate * 0.5)
+        logger.warning(
+            "GAN step %d: %d non-finite steps in a row; restored the last good state "
+            "and halved the learning rate to %.3g",
+            self.step,
+            self.config.max_consecutive_nonfinite,
+            float(self.gan.g_optimizer.learning_rate.numpy()),
+        )
+
+    def run(
+        self,
+        *,
+        log_every: int,
+        eval_every: int,
+        validation: np.ndarray | None,
+        checkpoint_dir: Path | None,
+        fingerprint: str,
+    ) -> None:
+        total = self.config.steps
+        start = time.perf_counter()
+        first = self.step
+        good = self._snapshot()
+        try:
+            while self.step < total:
+                n = min(log_every, total - self.step)
+                dataset = make_training_dataset(
+                    self.X,
+                    self.y,
+                    batch_size=self.config.batch_size,
+                    n_critic=self.config.n_critic,
+                    fraud_fraction=self.config.fraud_fraction,
+                    seed=self.data_seed,
+                    start_step=self.step,
+                )
+                self.gan.max_consecutive_nonfinite.assign(0)
+                out = self.gan.fit(
+                    dataset, epochs=1, steps_per_epoch=n, verbose=0, shuffle=False
+                )
+                self.step += n
+                logs = {k: float(v[-1]) for k, v in out.history.items()}
+                self._log_progress(logs, start, first)
+                longest = int(self.gan.max_consecutive_nonfinite.numpy())
+                if longest >= self.config.max_consecutive_nonfinite:
+                    self._recover(good)
+                    continue
+                good = self._snapshot()
+                at_eval = self.step % eval_every == 0 or self.step == total
+                if at_eval and validation is not None:
+                    self._select(validation)
+                if at_eval and checkpoint_dir is not None:
+                    self.save_checkpoint(checkpoint_dir, fingerprint)
+        except KeyboardInterrupt:
+            # Ctrl-C leaves a usable model: the last good state, checkpointed.
+            if checkpoint_dir is not None:
+                self._restore(good)
+                self.save_checkpoint(checkpoint_dir, fingerprint)
+                logger.warning(
+                    "interrupted at step %d; checkpoint saved to %s",
+                    self.step,
+                    checkpoint_dir,
+                )
+            raise
+        if self.best is not None:
+            self.generator.set_weights(self.best["weights"])
+
+    def _log_progress(self, logs: dict[str, float], start: float, first: int) -> None:
+        elapsed = time.perf_counter() - start
+        done = self.step - first
+        rate = done / elapsed if elapsed > 0 else float("nan")
+        eta = (self.config.steps - self.step) / rate if rate > 0 else float("nan")
+        nonfinite = int(self.gan.nonfinite_steps.numpy())
+        self.history.append(
+            {
+                "step": self.step,
+                "seconds": round(elapsed, 3),
+                "nonfinite_steps": nonfinite,
+                **logs,
+            }
+        )
+        logger.info(
+            "GAN step %d/%d  critic %.4f  generator %.4f  GP %.4f  W %.4f  "
+            "non-finite %d  %.1f steps/s  ETA %.0fs",
+            self.step,
+            self.config.steps,
+            logs.get("critic_loss", float("nan")),
+            logs.get("generator_loss", float("nan")),
+            logs.get("gradient_penalty", float("nan")),
+            logs.get("wasserstein", float("nan")),
+            nonfinite,
+            rate,
+            eta,
+        )
+
+
+def _save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
+    # Plain numeric arrays in an .npz, read back with allow_pickle=False.
+    with atomic_path(path, suffix=".npz") as tmp:
+        np.savez(tmp, *arrays)
+
+
+def _load_arrays(path: Path) -> list[np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return [data[f"arr_{i}"] for i in range(len(data.files))]
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{path}: unreadable checkpoint ({exc})") from exc
+
+
 def train_cwgan_gp(
     X: np.ndarray,
     y: np.ndarray,
     config: GANConfig,
     *,
     random_state: int,
+    validation: np.ndarray | None = None,
+    checkpoint_dir: str | Path | None = None,
     log_every: int | None = None,
 ) -> TrainedGAN:
     """Fit a conditional WGAN-GP on ``(X, y)`` (model space, labels 0/1).
@@ -167,7 +433,14 @@ def train_cwgan_gp(
         0 = normal, 1 = fraud.
     config : GANConfig
     random_state : int
-        Seeds the weights, the noise and the batch sampling.
+        Seeds the weights, the noise, the batch sampling and model selection.
+    validation : ndarray of shape (n_val_frauds, n_features), optional
+        Real fraud rows held out from training. Every ``config.eval_every`` steps
+        the generator's rows are scored against them (C2ST) and the best-scoring
+        weights are kept, not simply the last.
+    checkpoint_dir : str or Path, optional
+        Checkpoints go here every ``config.eval_every`` steps; a checkpoint left by
+        an interrupted run with the same data, seed and config is resumed.
     log_every : int, optional
         Steps between progress lines and loss-curve points (default: ~40 points).
 
@@ -176,7 +449,7 @@ def train_cwgan_gp(
     DataValidationError
         Fewer training frauds than ``config.min_fraud_rows``.
     TrainingError
-        The losses became non-finite.
+        Non-finite steps persisted after one recovery.
     """
     X = np.asarray(X)
     y = np.asarray(y).astype(np.int64)
@@ -186,100 +459,56 @@ def train_cwgan_gp(
             f"only {n_fraud} fraud rows in the GAN's training data; need at least "
             f"{config.min_fraud_rows} (gan.min_fraud_rows)"
         )
-    seeds = np.random.SeedSequence(random_state).generate_state(4)
-    n_features = X.shape[1]
-    generator = build_generator(
-        n_features,
-        latent_dim=config.latent_dim,
-        n_classes=N_CLASSES,
-        widths=config.generator_widths,
-        negative_slope=config.leaky_relu_slope,
-        seed=int(seeds[0] % 2**30),
-    )
-    critic = build_critic(
-        n_features,
-        n_classes=N_CLASSES,
-        widths=config.critic_widths,
-        negative_slope=config.leaky_relu_slope,
-        seed=int(seeds[1] % 2**30),
-    )
-    gan = ConditionalWGANGP(
-        generator,
-        critic,
-        latent_dim=config.latent_dim,
-        n_critic=config.n_critic,
-        gp_weight=config.gp_weight,
-        gp_epsilon=config.gp_epsilon,
-        seed=int(seeds[2] % 2**30),
-    )
-
-    def adam():
-        return keras.optimizers.Adam(
-            learning_rate=config.learning_rate,
-            beta_1=config.beta_1,
-            beta_2=config.beta_2,
-        )
-
-    gan.compile(g_optimizer=adam(), c_optimizer=adam())
-    log_every = min(log_every or max(1, config.steps // 40), config.steps)
-    progress = _ProgressLogger(config.steps, log_every)
+    fingerprint = data_fingerprint(X, y)
+    log_every = max(1, min(log_every or config.steps // 40, config.steps))
+    eval_every = config.eval_every or max(log_every, config.steps // 10)
+    # Checks happen at chunk ends, so round the interval to whole chunks.
+    eval_every = max(log_every, eval_every // log_every * log_every)
+    trainer = _Trainer(X, y, config, random_state)
+    checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    if checkpoint_dir is not None:
+        trainer.try_resume(checkpoint_dir, fingerprint)
     device = training_device()
     logger.info(
-        "training cWGAN-GP on %s: %d rows (%d frauds), %d steps of %d x %d",
+        "training cWGAN-GP on %s: %d rows (%d frauds), steps %d..%d of %d x %d, %s%s",
         device,
         len(y),
         n_fraud,
+        trainer.step,
         config.steps,
         config.n_critic,
         config.batch_size,
+        config.precision,
+        ", XLA" if config.jit_compile else "",
     )
     start = time.perf_counter()
-    # Whole chunks of ``log_every`` steps (one Keras "epoch" each), then the rest;
-    # the dataset is keyed by step number, so the remainder continues the stream.
-    full, rest = divmod(config.steps, log_every)
-    for first_step, epochs, per_epoch in (
-        (0, full, log_every),
-        (full * log_every, 1, rest),
-    ):
-        if epochs == 0 or per_epoch == 0:
-            continue
-        dataset = make_training_dataset(
-            X,
-            y,
-            batch_size=config.batch_size,
-            n_critic=config.n_critic,
-            fraud_fraction=config.fraud_fraction,
-            seed=int(seeds[3]),
-            start_step=first_step,
-        )
-        progress.first_step = first_step
-        progress.per_epoch = per_epoch
-        gan.fit(
-            dataset,
-            epochs=epochs,
-            steps_per_epoch=per_epoch,
-            verbose=0,
-            shuffle=False,
-            callbacks=[progress],
-        )
+    trainer.run(
+        log_every=log_every,
+        eval_every=eval_every,
+        validation=validation,
+        checkpoint_dir=checkpoint_dir,
+        fingerprint=fingerprint,
+    )
     seconds = time.perf_counter() - start
-    last = progress.history[-1] if progress.history else {}
-    if not all(np.isfinite(v) for v in last.values()):
-        raise TrainingError(f"GAN losses became non-finite: {last}")
-    if not all(np.all(np.isfinite(w)) for w in generator.get_weights()):
+    if not all(np.all(np.isfinite(w)) for w in trainer.generator.get_weights()):
         raise TrainingError("GAN generator weights became non-finite")
     return TrainedGAN(
-        generator=generator,
+        generator=trainer.generator,
         latent_dim=config.latent_dim,
-        n_features=n_features,
-        fingerprint=data_fingerprint(X, y),
-        history=progress.history,
+        n_features=X.shape[1],
+        fingerprint=fingerprint,
+        history=trainer.history,
         meta={
             "device": device,
             "train_seconds": round(seconds, 3),
             "steps": config.steps,
+            "resumed_from_step": trainer.resumed_from,
             "train_rows": int(len(y)),
             "train_frauds": n_fraud,
+            "nonfinite_steps": int(trainer.gan.nonfinite_steps.numpy()),
+            "recoveries": trainer.recoveries,
+            "selected_step": trainer.best["step"] if trainer.best else config.steps,
+            "selection": trainer.selection,
             "random_state": int(random_state),
             "config": config.model_dump(mode="json"),
         },

@@ -1,0 +1,268 @@
+"""The failure this project was born from, the non-finite guard, checkpoints and
+resume, model selection, and the GPU options (run here on the CPU)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from pipeline.config import GANConfig
+from pipeline.errors import TrainingError
+from pipeline.gan.model import ConditionalWGANGP
+from pipeline.gan.networks import build_critic, build_generator
+from pipeline.gan.penalty import gradient_penalty
+from pipeline.gan.trainer import (
+    CHECKPOINT_STATE,
+    generate_rows,
+    make_training_dataset,
+    train_cwgan_gp,
+)
+from tests.test_gan import TINY
+
+
+def _question_critic(n_features: int, seed: int) -> keras.Model:
+    """The critic from the original report: Dense 64 -> LeakyReLU(0.25) ->
+    Dense 32 -> LeakyReLU -> Dense 2 with tanh."""
+    row = keras.Input((n_features,))
+    cond = keras.Input((2,))
+    h = keras.layers.Concatenate()([row, cond])
+    init = keras.initializers.GlorotUniform(seed=seed)
+    h = keras.layers.LeakyReLU(negative_slope=0.25)(
+        keras.layers.Dense(64, kernel_initializer=init)(h)
+    )
+    h = keras.layers.LeakyReLU()(keras.layers.Dense(32, kernel_initializer=init)(h))
+    out = keras.layers.Dense(2, activation="tanh", kernel_initializer=init)(h)
+    return keras.Model([row, cond], out)
+
+
+def _tf_norm_penalty(critic, real, fake, labels, seed):
+    # The textbook penalty with tf.norm, as in the report that started the project.
+    alpha = keras.random.uniform((real.shape[0], 1), seed=seed)
+    inter = real + alpha * (fake - real)
+    with tf.GradientTape() as tape:
+        tape.watch(inter)
+        score = critic([inter, labels])
+    grads = tape.gradient(score, inter)
+    return tf.reduce_mean((tf.norm(grads, axis=-1) - 1.0) ** 2)
+
+
+def _train_critic(penalty, real, steps=3, seed=0):
+    critic = _question_critic(real.shape[1], seed)
+    optimizer = keras.optimizers.Adam(1e-4, beta_1=0.5, beta_2=0.9)
+    seed_gen = keras.random.SeedGenerator(seed)
+    labels = tf.one_hot(tf.ones(real.shape[0], tf.int32), 2)
+    rng = np.random.default_rng(seed)
+    zero_grad_rows = 0
+    for _ in range(steps):
+        fake = tf.constant(rng.normal(size=real.shape).astype(np.float32))
+        with tf.GradientTape() as inner:
+            inner.watch(real)
+            score = critic([real, labels])
+        row_grads = inner.gradient(score, real).numpy()
+        zero_grad_rows = max(
+            zero_grad_rows, int((np.abs(row_grads).sum(axis=1) == 0).sum())
+        )
+        with tf.GradientTape() as tape:
+            w = tf.reduce_mean(critic([real, labels])) - tf.reduce_mean(
+                critic([fake, labels])
+            )
+            loss = -w + 10.0 * penalty(critic, real, fake, labels, seed_gen)
+        grads = tape.gradient(loss, critic.trainable_weights)
+        optimizer.apply_gradients(zip(grads, critic.trainable_weights, strict=True))
+    return critic, zero_grad_rows
+
+
+def test_the_seed_failure_nan_with_tf_norm_finite_with_the_safe_penalty(demo_frame):
+    # Unscaled Kaggle rows (Time up to 172,792 s) saturate the tanh: those rows'
+    # input gradients are exactly zero.
+    real = tf.constant(demo_frame.drop(columns="Class").to_numpy(np.float32)[:256])
+
+    def project_penalty(critic, real, fake, labels, seed):
+        return gradient_penalty(critic, real, fake, labels, seed=seed)
+
+    broken, zero_rows = _train_critic(_tf_norm_penalty, real)
+    assert zero_rows > 0
+    assert all(np.isnan(w).all() for w in broken.get_weights() if w.ndim == 2)
+
+    fixed, zero_rows = _train_critic(project_penalty, real)
+    assert zero_rows > 0
+    assert all(np.isfinite(w).all() for w in fixed.get_weights())
+
+
+def _tiny_gan(n_features=4):
+    g = build_generator(n_features, latent_dim=3, widths=(8,))
+    c = build_critic(n_features, widths=(8,))
+    gan = ConditionalWGANGP(g, c, latent_dim=3, n_critic=2, seed=0)
+    gan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3))
+    return gan
+
+
+def test_a_non_finite_step_leaves_weights_and_optimizer_untouched():
+    gan = _tiny_gan()
+    # NaN real rows make every critic update non-finite (the generator's own
+    # update does not see real rows and may proceed).
+    before = [v.numpy().copy() for v in gan.critic.weights]
+    slots = [v.numpy().copy() for v in gan.c_optimizer.variables]
+    x = np.full((2 * 8, 4), np.nan, np.float32)
+    cond = tf.one_hot(np.ones(16, np.int32), 2)
+    gan.train_step((tf.constant(x), cond))
+    after = [v.numpy() for v in gan.critic.weights]
+    for a, b in zip(before, after, strict=True):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(slots, (v.numpy() for v in gan.c_optimizer.variables), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert int(gan.nonfinite_steps.numpy()) == 1
+    # A finite step afterwards is applied.
+    gan.train_step((tf.random.normal((16, 4), seed=1), cond))
+    assert not np.array_equal(before[0], gan.critic.weights[0].numpy())
+    assert int(gan.consecutive_nonfinite.numpy()) == 0
+
+
+def test_occasional_bad_rows_are_skipped_and_counted(model_space):
+    X, y = model_space
+    X = X.copy()
+    X[np.flatnonzero(y == 1)[0]] = np.nan  # one poisoned fraud row
+    trained = train_cwgan_gp(X, y, GANConfig(**{**TINY, "steps": 20}), random_state=0)
+    assert trained.meta["nonfinite_steps"] > 0
+    assert trained.meta["recoveries"] == 0
+    assert all(np.isfinite(w).all() for w in trained.generator.get_weights())
+
+
+def test_persistent_non_finite_steps_recover_once_then_stop(model_space):
+    X, y = model_space
+    X = X.copy()
+    X[y == 1] = np.nan  # every fraud row: every step fails
+    config = GANConfig(**{**TINY, "steps": 30, "max_consecutive_nonfinite": 3})
+    with pytest.raises(
+        TrainingError, match="again after restoring the last good state"
+    ):
+        train_cwgan_gp(X, y, config, random_state=0, log_every=3)
+
+
+def test_model_selection_keeps_the_best_validation_checkpoint(model_space):
+    X, y = model_space
+    frauds = X[y == 1]
+    config = GANConfig(**{**TINY, "steps": 12, "eval_every": 4})
+    trained = train_cwgan_gp(
+        X, y, config, random_state=0, validation=frauds, log_every=2
+    )
+    scores = trained.meta["selection"]
+    assert [s["step"] for s in scores] == [4, 8, 12]
+    best = min(scores, key=lambda s: s["c2st_auc"])
+    assert trained.meta["selected_step"] == best["step"]
+
+
+def test_interrupt_saves_a_checkpoint_and_the_rerun_finishes_identically(
+    tmp_path, model_space, monkeypatch
+):
+    X, y = model_space
+    frauds = X[y == 1]
+    config = GANConfig(**{**TINY, "steps": 8, "eval_every": 4})
+    kwargs = dict(random_state=3, validation=frauds, log_every=2)
+    reference = train_cwgan_gp(X, y, config, **kwargs)
+
+    calls = {"n": 0}
+    real_fit = ConditionalWGANGP.fit
+
+    def interrupted_fit(self, *args, **kw):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real_fit(self, *args, **kw)
+
+    monkeypatch.setattr(ConditionalWGANGP, "fit", interrupted_fit)
+    with pytest.raises(KeyboardInterrupt):
+        train_cwgan_gp(X, y, config, checkpoint_dir=tmp_path, **kwargs)
+    monkeypatch.setattr(ConditionalWGANGP, "fit", real_fit)
+    assert (tmp_path / CHECKPOINT_STATE).is_file()
+
+    resumed = train_cwgan_gp(X, y, config, checkpoint_dir=tmp_path, **kwargs)
+    assert resumed.meta["resumed_from_step"] == 6
+    np.testing.assert_array_equal(
+        generate_rows(resumed.generator, 30, latent_dim=8, random_state=1),
+        generate_rows(reference.generator, 30, latent_dim=8, random_state=1),
+    )
+    assert resumed.meta["selected_step"] == reference.meta["selected_step"]
+
+
+def test_a_checkpoint_for_other_data_is_ignored(tmp_path, model_space):
+    X, y = model_space
+    config = GANConfig(**{**TINY, "steps": 4, "eval_every": 2})
+    train_cwgan_gp(X, y, config, random_state=0, checkpoint_dir=tmp_path, log_every=2)
+    other = train_cwgan_gp(
+        X[:-5], y[:-5], config, random_state=0, checkpoint_dir=tmp_path
+    )
+    assert other.meta["resumed_from_step"] == 0
+
+
+@pytest.mark.slow
+def test_sigkill_mid_training_then_rerun_resumes(tmp_path, model_space):
+    X, y = model_space
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import json, numpy as np
+            from pipeline.config import GANConfig
+            from pipeline.gan.trainer import train_cwgan_gp
+            X = np.load({str(tmp_path / "X.npy")!r}); y = np.load({str(tmp_path / "y.npy")!r})
+            config = GANConfig(**{{**{TINY!r}, "steps": 400, "eval_every": 20}})
+            out = train_cwgan_gp(X, y, config, random_state=0, log_every=10,
+                                 checkpoint_dir={str(tmp_path / "ckpt")!r})
+            print(json.dumps(out.meta["resumed_from_step"]))
+            """
+        )
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    state = tmp_path / "ckpt" / CHECKPOINT_STATE
+    deadline = time.monotonic() + 240
+    while not state.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert state.exists(), "no checkpoint was written"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    rerun = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    resumed_from = int(rerun.stdout.strip().splitlines()[-1])
+    assert 0 < resumed_from < 400
+
+
+def test_bfloat16_and_xla_options_train_on_cpu(model_space):
+    X, y = model_space
+    config = GANConfig(
+        **{**TINY, "steps": 2, "precision": "mixed_bfloat16", "jit_compile": True}
+    )
+    trained = train_cwgan_gp(X, y, config, random_state=0)
+    rows = generate_rows(trained.generator, 10, latent_dim=8)
+    assert rows.dtype == np.float64 and np.isfinite(rows).all()
+    assert trained.generator.get_layer("dense_0").compute_dtype == "bfloat16"
+
+
+def test_minority_only_batches(model_space):
+    X, y = model_space
+    ds = make_training_dataset(
+        X, y, batch_size=16, n_critic=1, fraud_fraction=1.0, seed=0
+    )
+    _, cond = next(iter(ds))
+    assert float(tf.reduce_min(cond[:, 1])) == 1.0
