@@ -79,6 +79,32 @@ def fit_detector(
     )
 
 
+@task(name="start-run", cache_policy=NO_CACHE)
+def start_run(reports_dir: str, data_sha256: str, config: PipelineConfig) -> dict:
+    return stages.stage_start_run(reports_dir, data_sha256, config)
+
+
+@task(name="fidelity", cache_policy=NO_CACHE, task_run_name="fidelity-split-{split}")
+def fidelity(
+    frame_path: str,
+    splits_path: str,
+    transformer_path: str,
+    split: int,
+    config: PipelineConfig,
+    sampler_seed: int,
+    gan_dir: str | None,
+) -> dict:
+    return stages.stage_fidelity(
+        frame_path,
+        splits_path,
+        transformer_path,
+        split,
+        config,
+        sampler_seed=sampler_seed,
+        gan_dir=gan_dir,
+    )
+
+
 @task(name="report", cache_policy=NO_CACHE)
 def report(**kwargs) -> dict:
     return stages.stage_report(**kwargs)
@@ -125,75 +151,96 @@ def fraud_augmentation(
         data["sha256"][:12],
         " (DEMO DATA)" if data["demo"] else "",
     )
-    run_id = stages.new_run_id()
-    run_dir = Path(reports_dir) / run_id
-    n_splits = config.split.n_splits
-    seeds = run_seeds(config.seed, n_splits)
-    prepared = prepare(data["frame_path"], str(run_dir), config, seeds["split"])
+    run = start_run(reports_dir, data["sha256"], config)
+    run_id, run_dir = run["run_id"], Path(run["run_dir"])
+    if run["resumed"]:
+        logger.info("resuming interrupted run %s (same data and config)", run_id)
+    try:
+        n_splits = config.split.n_splits
+        seeds = run_seeds(config.seed, n_splits)
+        prepared = prepare(data["frame_path"], str(run_dir), config, seeds["split"])
 
-    methods = config.evaluation.methods
+        methods = config.evaluation.methods
 
-    def submit_fit(split: int, method: str, gan_dir: str | None = None):
-        return fit_detector.submit(
-            data["frame_path"],
-            prepared["splits_path"],
-            prepared["transformer_paths"][split],
-            split,
-            method,
-            config,
-            seeds["sampler"][split],
-            seeds["detector"][split],
-            str(run_dir / stages.SCORES_DIR / f"{method}-split-{split}.parquet"),
-            gan_dir,
-        )
+        def submit_fit(split: int, method: str, gan_dir: str | None = None):
+            return fit_detector.submit(
+                data["frame_path"],
+                prepared["splits_path"],
+                prepared["transformer_paths"][split],
+                split,
+                method,
+                config,
+                seeds["sampler"][split],
+                seeds["detector"][split],
+                str(run_dir / stages.SCORES_DIR / f"{method}-split-{split}.parquet"),
+                gan_dir,
+            )
 
-    # Detectors that need no GAN go to the task runner first; the GANs then train
-    # one split after another (each already uses every core) and each split's
-    # cwgan_gp detector is submitted as soon as its GAN is saved. No worker thread
-    # ever sits blocked waiting for another task.
-    detector_futures = [
-        submit_fit(split, method)
-        for split in range(n_splits)
-        for method in methods
-        if method != "cwgan_gp"
-    ]
-    gans = []
-    if "cwgan_gp" in methods:
-        _enable_tensorflow_determinism()
+        # Detectors that need no GAN go to the task runner first; the GANs then train
+        # one split after another (each already uses every core) and each split's
+        # cwgan_gp detector is submitted as soon as its GAN is saved. No worker thread
+        # ever sits blocked waiting for another task.
+        detector_futures = [
+            submit_fit(split, method)
+            for split in range(n_splits)
+            for method in methods
+            if method != "cwgan_gp"
+        ]
+        gans = []
+        fidelity_futures = []
         for split in range(n_splits):
-            gan_dir = str(stages.split_dir(run_dir, split) / "gan")
-            gans.append(
-                train_gan.submit(
+            gan_dir = None
+            if "cwgan_gp" in methods:
+                _enable_tensorflow_determinism()
+                gan_dir = str(stages.split_dir(run_dir, split) / "gan")
+                gans.append(
+                    train_gan.submit(
+                        data["frame_path"],
+                        prepared["splits_path"],
+                        prepared["transformer_paths"][split],
+                        split,
+                        config,
+                        seeds["gan"][split],
+                        gan_dir,
+                    ).result()
+                )
+                detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
+            fidelity_futures.append(
+                fidelity.submit(
                     data["frame_path"],
                     prepared["splits_path"],
                     prepared["transformer_paths"][split],
                     split,
                     config,
-                    seeds["gan"][split],
+                    seeds["sampler"][split],
                     gan_dir,
-                ).result()
+                )
             )
-            detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
-    results = [f.result() for f in detector_futures]
-    written = report(
-        run_id=run_id,
-        run_dir=str(run_dir),
-        reports_dir=reports_dir,
-        data=data,
-        config=config,
-        seeds=seeds,
-        results=results,
-        gans=gans,
-        score_paths=[
-            str(
-                run_dir
-                / stages.SCORES_DIR
-                / f"{r['method']}-split-{r['split']}.parquet"
-            )
-            for r in results
-        ],
-        started_at=started_at,
-        started_monotonic=started_monotonic,
-    )
+        results = [f.result() for f in detector_futures]
+        written = report(
+            run_id=run_id,
+            run_dir=str(run_dir),
+            reports_dir=reports_dir,
+            data=data,
+            config=config,
+            seeds=seeds,
+            results=results,
+            gans=gans,
+            fidelity=[f.result() for f in fidelity_futures],
+            score_paths=[
+                str(
+                    run_dir
+                    / stages.SCORES_DIR
+                    / f"{r['method']}-split-{r['split']}.parquet"
+                )
+                for r in results
+            ],
+            started_at=started_at,
+            started_monotonic=started_monotonic,
+        )
+    finally:
+        # Released on failure too: the next run with the same data and config
+        # resumes this folder (and its GAN checkpoints).
+        stages.release_lock(run_dir)
     logger.info("report: %s", written["report"])
     return {"run_id": run_id, **written}

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.errors import DataValidationError, PipelineError
+from pipeline.errors import ConfigError, DataValidationError, PipelineError
 
 DEFAULT_DATA = "data/raw/creditcard.csv"
 
@@ -85,6 +85,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from pipeline.gan.generate import (
+        gan_dir_of_run,
+        generate_transactions,
+        write_transactions,
+    )
+
+    run_dir = Path(args.run)
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such run folder")
+    gan_dir = gan_dir_of_run(run_dir, args.split)
+    frame = generate_transactions(gan_dir, args.n, random_state=args.seed)
+    out = write_transactions(frame, args.out)
+    print(f"wrote {len(frame):,} generated fraud rows from {gan_dir} to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fraudaug",
@@ -111,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser("generate", help="generate fraud rows with a run's GAN")
+    p.add_argument("--run", required=True, help="a run folder, e.g. reports/latest")
+    p.add_argument("-n", type=int, required=True, help="rows to generate")
+    p.add_argument("--out", required=True, help=".csv or .parquet")
+    p.add_argument("--split", type=int, default=0, help="whose GAN (default: 0)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("run", help="run the whole pipeline as a Prefect flow")
     p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")

@@ -7,6 +7,7 @@ small JSON-able dict, so that tasks pass paths and summaries, never frames.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import secrets
@@ -52,6 +53,93 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def split_dir(run_dir: str | Path, split: int) -> Path:
     return Path(run_dir) / f"split-{split}"
+
+
+RUN_FILE = "run.json"
+LOCK_FILE = ".lock"
+
+
+def run_key(data_sha256: str, config: PipelineConfig) -> str:
+    """Identifies "the same run": same input bytes, same config (seed included)."""
+    return hashlib.sha256(f"{data_sha256}:{config.fingerprint()}".encode()).hexdigest()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _acquire_lock(run_dir: Path) -> bool:
+    """Take ``run_dir/.lock`` unless a live process holds it (a dead holder's lock
+    is stale: that run was killed). A run that fails releases its lock, so the
+    next run with the same data and config resumes its folder."""
+    lock = run_dir / LOCK_FILE
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                holder = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder and _pid_alive(holder):
+                return False
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    return False
+
+
+def release_lock(run_dir: str | Path) -> None:
+    (Path(run_dir) / LOCK_FILE).unlink(missing_ok=True)
+
+
+def stage_start_run(
+    reports_dir: str | Path, data_sha256: str, config: PipelineConfig
+) -> dict[str, Any]:
+    """Open the run's folder: a new one, or the folder of an interrupted run with the
+    same data and config (no ``metrics.json``, no live lock), whose checkpoints
+    are then resumed."""
+    reports_dir = Path(reports_dir)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    key = run_key(data_sha256, config)
+    for candidate in sorted(reports_dir.iterdir(), reverse=True):
+        if candidate.is_symlink() or not (candidate / RUN_FILE).is_file():
+            continue
+        if (candidate / METRICS_FILE).exists():
+            continue
+        try:
+            same = load_json(candidate / RUN_FILE).get("run_key") == key
+        except ArtifactError:
+            continue
+        if same and _acquire_lock(candidate):
+            logger.info("resuming the interrupted run %s", candidate.name)
+            return {
+                "run_id": candidate.name,
+                "run_dir": str(candidate),
+                "resumed": True,
+            }
+    run_id = new_run_id()
+    run_dir = reports_dir / run_id
+    run_dir.mkdir()
+    _acquire_lock(run_dir)
+    save_json(
+        run_dir / RUN_FILE,
+        {
+            "run_key": key,
+            "run_id": run_id,
+            "data_sha256": data_sha256,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    )
+    return {"run_id": run_id, "run_dir": str(run_dir), "resumed": False}
 
 
 # --------------------------------------------------------------------------- ingest
@@ -119,6 +207,31 @@ def load_split_data(
 
 
 # ---------------------------------------------------------------------------- GAN
+def _gan_summary(split: int, gan_dir: Path, meta: dict, history: list) -> dict:
+    last = history[-1] if history else {}
+    keep = (
+        "device",
+        "train_seconds",
+        "steps",
+        "train_frauds",
+        "nonfinite_steps",
+        "recoveries",
+        "selected_step",
+        "selection",
+        "resumed_from_step",
+    )
+    return {
+        "split": split,
+        "gan_dir": str(gan_dir),
+        **{k: meta.get(k) for k in keep},
+        "final": {
+            k: v
+            for k, v in last.items()
+            if k not in {"step", "seconds", "nonfinite_steps"}
+        },
+    }
+
+
 def stage_train_gan(
     frame_path: str | Path,
     splits_path: str | Path,
@@ -128,24 +241,118 @@ def stage_train_gan(
     seed: int,
     out_dir: str | Path,
 ) -> dict[str, Any]:
-    """Train the split's cWGAN-GP on its training rows only; save it to ``out_dir``."""
-    from pipeline.gan.trainer import save_gan, train_cwgan_gp  # imports TensorFlow
+    """Train the split's cWGAN-GP on its training rows only; save it to ``out_dir``.
+
+    The split's validation frauds choose the checkpoint to keep (C2ST); they are
+    read, never resampled. Checkpoints go to ``out_dir/checkpoint`` so an
+    interrupted run resumes; a GAN already finished in ``out_dir`` for the same
+    rows, seed and config is reused as it is.
+    """
+    from pipeline.gan.trainer import (  # imports TensorFlow
+        META_FILE,
+        data_fingerprint,
+        save_gan,
+        train_cwgan_gp,
+    )
+
+    out_dir = Path(out_dir)
+    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    X, y = data["train"]["X"], data["train"]["y"]
+    if (out_dir / META_FILE).is_file():
+        meta = load_json(out_dir / META_FILE)
+        if (
+            meta.get("fingerprint") == data_fingerprint(X, y)
+            and meta.get("random_state") == seed
+            and meta.get("config") == config.gan.model_dump(mode="json")
+        ):
+            logger.info(
+                "split %d: GAN already trained in %s; reusing it", split, out_dir
+            )
+            return _gan_summary(
+                split, out_dir, meta, load_json(out_dir / "history.json")
+            )
+    validation = data["validation"]["X"][data["validation"]["y"] == 1]
+    trained = train_cwgan_gp(
+        X,
+        y,
+        config.gan,
+        random_state=seed,
+        validation=validation,
+        checkpoint_dir=out_dir / "checkpoint",
+    )
+    save_gan(out_dir, trained, transformer=load_json(transformer_path))
+    shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
+    return _gan_summary(split, out_dir, trained.meta, trained.history)
+
+
+def stage_fidelity(
+    frame_path: str | Path,
+    splits_path: str | Path,
+    transformer_path: str | Path,
+    split: int,
+    config: PipelineConfig,
+    *,
+    sampler_seed: int,
+    gan_dir: str | Path | None,
+) -> dict[str, Any]:
+    """Fidelity of the split's synthetic fraud rows (GAN and SMOTE, same number of
+    rows) against the real test frauds, with the real-vs-real floor."""
+    from imblearn.over_sampling import SMOTE
+
+    from pipeline.fidelity import compute_fidelity
 
     data = load_split_data(frame_path, splits_path, transformer_path, split)
-    trained = train_cwgan_gp(
-        data["train"]["X"], data["train"]["y"], config.gan, random_state=seed
+    X, y = data["train"]["X"], data["train"]["y"]
+    train_frauds = X[y == 1]
+    test_frauds = data["test"]["X"][data["test"]["y"] == 1]
+    smote = SMOTE(
+        sampling_strategy=config.evaluation.sampling_strategy,
+        k_neighbors=config.evaluation.smote_k_neighbors,
+        random_state=sampler_seed % 2**31,
     )
-    save_gan(out_dir, trained)
-    last = trained.history[-1] if trained.history else {}
-    return {
-        "split": split,
-        "gan_dir": str(out_dir),
-        "device": trained.meta["device"],
-        "train_seconds": trained.meta["train_seconds"],
-        "steps": trained.meta["steps"],
-        "train_frauds": trained.meta["train_frauds"],
-        "final": {k: v for k, v in last.items() if k not in {"step", "seconds"}},
-    }
+    X_res, _ = smote.fit_resample(X, y)
+    synthetic = {"smote": X_res[len(y) :]}
+    if gan_dir is not None:
+        from pipeline.gan.trainer import generate_rows, load_gan
+
+        gan = load_gan(gan_dir)
+        synthetic["cwgan_gp"] = generate_rows(
+            gan.generator,
+            len(synthetic["smote"]),
+            latent_dim=gan.latent_dim,
+            random_state=sampler_seed,
+        )
+    # The floor: real training frauds judged the same way (DCR is 0 for them by
+    # construction, so only the distribution metrics are meaningful).
+    synthetic["real_train"] = train_frauds
+    result = {"split": split}
+    for name, rows in synthetic.items():
+        result[name] = compute_fidelity(
+            rows, test_frauds, train_frauds, random_state=sampler_seed
+        )
+    logger.info(
+        "split %d fidelity: C2ST %s",
+        split,
+        ", ".join(
+            f"{k} {v['c2st_auc']:.3f}" for k, v in result.items() if k != "split"
+        ),
+    )
+    return result
+
+
+def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{source: {metric: mean over splits, "per_split": [...]}}``."""
+    from pipeline.fidelity import FIDELITY_METRICS
+
+    sources = [k for k in (per_split[0] if per_split else {}) if k != "split"]
+    out = {}
+    for source in sources:
+        records = [{"split": s["split"], **s[source]} for s in per_split]
+        out[source] = {
+            **{m: float(np.mean([r[m] for r in records])) for m in FIDELITY_METRICS},
+            "per_split": records,
+        }
+    return out
 
 
 # ----------------------------------------------------------------------- detectors
@@ -296,6 +503,7 @@ def stage_report(
     seeds: dict[str, list[int]],
     results: list[dict[str, Any]],
     gans: list[dict[str, Any]],
+    fidelity: list[dict[str, Any]],
     score_paths: list[str],
     started_at: str,
     started_monotonic: float | None = None,
@@ -329,7 +537,12 @@ def stage_report(
         "primary_metric": "auprc",
         "results": results,
         "summary": summarise(results),
-        "gan": {"splits": sorted(gans, key=lambda g: g["split"])},
+        "gan": {
+            "splits": sorted(gans, key=lambda g: g["split"]),
+            "nonfinite_steps": sum(int(g.get("nonfinite_steps") or 0) for g in gans),
+            "device": gans[0]["device"] if gans else None,
+        },
+        "fidelity": summarise_fidelity(sorted(fidelity, key=lambda f: f["split"])),
         "config": config.model_dump(mode="json"),
     }
     save_json(run_dir / METRICS_FILE, metrics)
@@ -349,4 +562,5 @@ def stage_report(
     )
     write_index(reports_dir)
     update_latest(reports_dir, run_id)
+    release_lock(run_dir)
     return {"run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}

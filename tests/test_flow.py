@@ -8,7 +8,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from pipeline.artifacts import file_sha256
 from pipeline.errors import DataValidationError
-from pipeline.ingest import read_transactions
+from pipeline.ingest import COLUMNS, read_transactions
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +129,99 @@ def test_bad_data_fails_the_flow_and_writes_nothing(harness, tmp_path, demo_fram
             overrides={"data": {"cache_dir": str(cache)}},
         )
     assert not reports.exists() and not cache.exists()
+
+
+def test_gan_facts_and_fidelity_are_reported(finished_run):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["gan"]["nonfinite_steps"] == 0
+    (gan,) = metrics["gan"]["splits"]
+    assert gan["selected_step"] in [s["step"] for s in gan["selection"]]
+    for source in ("cwgan_gp", "smote", "real_train"):
+        fid = metrics["fidelity"][source]
+        assert set(fid) >= {
+            "c2st_auc",
+            "ks_mean",
+            "corr_diff",
+            "dcr_median",
+            "near_copy_share",
+        }
+        assert 0.0 <= fid["c2st_auc"] <= 1.0
+    # SMOTE interpolates between real frauds: many near copies; the real floor
+    # is close to chance.
+    assert metrics["fidelity"]["smote"]["near_copy_share"] > 0.3
+    assert metrics["fidelity"]["real_train"]["c2st_auc"] < 0.65
+    html = (run_dir / "report.html").read_text()
+    assert 'data-source="cwgan_gp"' in html and 'data-source="smote"' in html
+    assert not (run_dir / "split-0" / "gan" / "checkpoint").exists()
+    assert not (run_dir / ".lock").exists()
+
+
+def test_generate_writes_kaggle_rows_from_the_run(finished_run, tmp_path):
+    from pipeline.cli import main
+
+    result, reports = finished_run
+    out = tmp_path / "gen.csv"
+    assert (
+        main(
+            [
+                "generate",
+                "--run",
+                str(reports / "latest"),
+                "-n",
+                "500",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    frame = pd.read_csv(out)
+    assert list(frame.columns) == list(COLUMNS) and len(frame) == 500
+    assert (frame["Class"] == 1).all() and (frame["Amount"] >= 0).all()
+    assert (frame["Amount"] == frame["Amount"].round(2)).all()
+    assert out.read_text().startswith('"Time","V1"')
+    again = tmp_path / "again.parquet"
+    assert (
+        main(
+            [
+                "generate",
+                "--run",
+                str(reports / "latest"),
+                "-n",
+                "500",
+                "--out",
+                str(again),
+            ]
+        )
+        == 0
+    )
+    pd.testing.assert_frame_equal(pd.read_parquet(again), frame, check_dtype=False)
+
+
+def test_generate_refuses_a_tampered_generator(finished_run, tmp_path, capsys):
+    import shutil
+
+    from pipeline.cli import main
+
+    result, reports = finished_run
+    copy = tmp_path / "run"
+    shutil.copytree(reports / result["run_id"], copy)
+    with open(copy / "split-0" / "gan" / "generator.keras", "ab") as fh:
+        fh.write(b"tampered")
+    assert (
+        main(
+            [
+                "generate",
+                "--run",
+                str(copy),
+                "-n",
+                "5",
+                "--out",
+                str(tmp_path / "x.csv"),
+            ]
+        )
+        == 2
+    )
+    assert "does not match the manifest" in capsys.readouterr().err

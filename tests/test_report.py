@@ -47,6 +47,7 @@ def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
             for r in results
         ],
         "gan": {"splits": []},
+        "fidelity": {},
         "config": {"report": {"title": "fraudaug evaluation report"}},
     }
 

@@ -25,6 +25,7 @@ N_CLASSES = 2
 GENERATOR_FILE = "generator.keras"
 META_FILE = "gan.json"
 HISTORY_FILE = "history.json"
+TRANSFORMER_FILE = "transformer.json"
 
 
 def data_fingerprint(X: np.ndarray, y: np.ndarray) -> str:
@@ -543,10 +544,22 @@ def generate_rows(
     return np.concatenate(parts)
 
 
-def save_gan(directory: str | Path, trained: TrainedGAN) -> Path:
-    """Write ``generator.keras``, ``history.json`` and ``gan.json`` to ``directory``."""
+def save_gan(
+    directory: str | Path,
+    trained: TrainedGAN,
+    transformer: dict[str, Any] | None = None,
+) -> Path:
+    """Write a self-contained GAN folder.
+
+    ``generator.keras`` (the network), ``history.json`` (loss curves),
+    ``gan.json`` (config, data fingerprint, training facts) and, when given,
+    ``transformer.json`` (to turn rows back into Kaggle units). ``gan.json`` is
+    written last: its presence marks the folder as complete.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    if transformer is not None:
+        save_json(directory / TRANSFORMER_FILE, transformer)
     with atomic_path(directory / GENERATOR_FILE, suffix=".keras") as tmp:
         trained.generator.save(tmp)
     save_json(directory / HISTORY_FILE, trained.history)

@@ -1,0 +1,72 @@
+"""Generate fraud transactions in Kaggle units from a saved GAN folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pipeline.artifacts import MANIFEST, atomic_path, load_json, verify_artifact
+from pipeline.errors import ConfigError
+from pipeline.gan.trainer import (
+    GENERATOR_FILE,
+    TRANSFORMER_FILE,
+    generate_rows,
+    load_gan,
+)
+from pipeline.ingest import COLUMNS, TARGET
+from pipeline.preprocess import TabularTransformer
+
+
+def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
+    """The GAN folder of one split of a run, after checking its files against the
+    run's manifest (a changed file is refused with ``ArtifactError``)."""
+    run_dir = Path(run_dir)
+    gan_dir = run_dir / f"split-{split}" / "gan"
+    if (run_dir / MANIFEST).is_file():
+        for name in (GENERATOR_FILE, TRANSFORMER_FILE, "gan.json"):
+            verify_artifact(run_dir, f"split-{split}/gan/{name}")
+    return gan_dir
+
+
+def generate_transactions(
+    gan_dir: str | Path, n_samples: int, *, random_state: int = 0
+) -> pd.DataFrame:
+    """``n_samples`` generated fraud rows with the Kaggle columns and units.
+
+    Rows are mapped back with the transformer saved beside the generator, then made
+    valid transactions: ``Amount`` >= 0 rounded to cents, ``Time`` within the range
+    seen in training, ``Class`` = 1.
+    """
+    if n_samples < 1:
+        raise ConfigError(f"-n must be at least 1, got {n_samples}")
+    gan_dir = Path(gan_dir)
+    gan = load_gan(gan_dir)
+    transformer = TabularTransformer.from_dict(load_json(gan_dir / TRANSFORMER_FILE))
+    rows = generate_rows(
+        gan.generator, n_samples, latent_dim=gan.latent_dim, random_state=random_state
+    )
+    frame = transformer.to_domain(transformer.inverse_transform(rows))
+    frame[TARGET] = np.int8(1)
+    return frame[list(COLUMNS)]
+
+
+def write_transactions(frame: pd.DataFrame, out: str | Path) -> Path:
+    """Write ``.csv`` (Kaggle-style quoted header) or ``.parquet``, atomically."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in {".csv", ".parquet"}:
+        raise ConfigError(f"{out}: expected a .csv or .parquet file name")
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with atomic_path(out, suffix=suffix) as tmp:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, tmp)
+        else:
+            pacsv.write_csv(table, tmp)
+    return out
