@@ -110,11 +110,18 @@ def report(**kwargs) -> dict:
     return stages.stage_report(**kwargs)
 
 
-def _enable_tensorflow_determinism() -> None:
+def _configure_tensorflow(config: PipelineConfig) -> None:
     # Same seed + data -> same numbers on CPU; set once per process, at the edge.
+    # Keras turns XLA off under op determinism, so asking for XLA trades it away.
     import tensorflow as tf
 
-    tf.config.experimental.enable_op_determinism()
+    if config.gan.jit_compile:
+        get_run_logger().warning(
+            "gan.jit_compile is on: TensorFlow op determinism stays off, so GAN "
+            "results may differ slightly between runs"
+        )
+    else:
+        tf.config.experimental.enable_op_determinism()
 
 
 @flow(
@@ -191,7 +198,7 @@ def fraud_augmentation(
         for split in range(n_splits):
             gan_dir = None
             if "cwgan_gp" in methods:
-                _enable_tensorflow_determinism()
+                _configure_tensorflow(config)
                 gan_dir = str(stages.split_dir(run_dir, split) / "gan")
                 gans.append(
                     train_gan.submit(

@@ -44,15 +44,19 @@ class GANConfig(_Section):
     critic_widths: tuple[int, ...] = (256, 256)
     leaky_relu_slope: float = Field(0.2, ge=0.0, lt=1.0)
     n_critic: int = Field(5, ge=1)
-    batch_size: int = Field(512, ge=2)
-    steps: int = Field(1000, ge=1, description="Generator updates.")
+    batch_size: int = Field(256, ge=2)
+    steps: int = Field(2000, ge=1, description="Generator updates.")
     learning_rate: float = Field(1e-4, gt=0.0)
     beta_1: float = Field(0.5, ge=0.0, lt=1.0)
     beta_2: float = Field(0.9, ge=0.0, lt=1.0)
     gp_weight: float = Field(10.0, ge=0.0)
     gp_epsilon: float = Field(1e-12, gt=0.0)
     fraud_fraction: float = Field(
-        0.5, gt=0.0, le=1.0, description="Share of fraud rows in each training batch."
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="Share of fraud rows in each training batch; 1.0 (measured "
+        "best) trains on the fraud rows alone, 0.5 conditionally on balanced batches.",
     )
     min_fraud_rows: int = Field(
         10, ge=2, description="Fewest training frauds the GAN accepts."
@@ -140,8 +144,9 @@ _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "gan": {"steps": 300},
         "detector": {"n_estimators": 200},
     },
-    "default": {"split": {"n_splits": 3}},
-    "full": {"split": {"n_splits": 10}, "gan": {"steps": 2000}},
+    # 1,600 steps keep GAN training under 2 minutes a split on 2 CPU cores.
+    "default": {"split": {"n_splits": 3}, "gan": {"steps": 1600}},
+    "full": {"split": {"n_splits": 10}},
 }
 
 

@@ -129,7 +129,8 @@ def test_occasional_bad_rows_are_skipped_and_counted(model_space):
     X, y = model_space
     X = X.copy()
     X[np.flatnonzero(y == 1)[0]] = np.nan  # one poisoned fraud row
-    trained = train_cwgan_gp(X, y, GANConfig(**{**TINY, "steps": 20}), random_state=0)
+    config = GANConfig(**{**TINY, "steps": 20, "fraud_fraction": 0.5})
+    trained = train_cwgan_gp(X, y, config, random_state=0)
     assert trained.meta["nonfinite_steps"] > 0
     assert trained.meta["recoveries"] == 0
     assert all(np.isfinite(w).all() for w in trained.generator.get_weights())
@@ -214,7 +215,8 @@ def test_sigkill_mid_training_then_rerun_resumes(tmp_path, model_space):
             import json, numpy as np
             from pipeline.config import GANConfig
             from pipeline.gan.trainer import train_cwgan_gp
-            X = np.load({str(tmp_path / "X.npy")!r}); y = np.load({str(tmp_path / "y.npy")!r})
+            X = np.load({str(tmp_path / "X.npy")!r})
+            y = np.load({str(tmp_path / "y.npy")!r})
             config = GANConfig(**{{**{TINY!r}, "steps": 400, "eval_every": 20}})
             out = train_cwgan_gp(X, y, config, random_state=0, log_every=10,
                                  checkpoint_dir={str(tmp_path / "ckpt")!r})

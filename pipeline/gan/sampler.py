@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 from imblearn.over_sampling.base import BaseOverSampler
+from scipy import sparse
 from sklearn.utils import check_random_state
 
 from pipeline.config import GANConfig
-from pipeline.errors import ArtifactError, DataValidationError
+from pipeline.errors import ArtifactError
 from pipeline.gan.trainer import (
     data_fingerprint,
     generate_rows,
@@ -68,24 +69,32 @@ class GANOverSampler(BaseOverSampler):
         self.pretrained = pretrained
 
     def _fit_resample(self, X, y):
-        classes = set(np.unique(y).tolist())
-        if not classes <= {0, 1}:
-            raise DataValidationError(
-                f"GANOverSampler needs labels 0/1, got {sorted(classes)}"
-            )
         rng = check_random_state(self.random_state)
         train_seed, sample_seed = (int(s) for s in rng.randint(0, 2**31 - 1, size=2))
-        X = np.asarray(X)
+        is_sparse = sparse.issparse(X)
+        X_in = X
+        # A neural network needs dense rows; sparse input comes back sparse.
+        X = X.toarray() if is_sparse else np.asarray(X)
+        # The GAN is conditioned on class indices; any labels (strings too) work.
+        self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.pretrained is not None:
             self.gan_ = load_gan(self.pretrained)
-            if self.gan_.fingerprint != data_fingerprint(X, y):
+            if self.gan_.fingerprint != data_fingerprint(X, y_index):
                 raise ArtifactError(
                     f"{self.pretrained}: this GAN was fitted on other rows than the "
                     "ones given to fit_resample; refusing to reuse it"
                 )
         else:
             config = GANConfig(**(self.gan_params or {}))
-            self.gan_ = train_cwgan_gp(X, y, config, random_state=train_seed)
+            # The classes to generate are the ones the batches concentrate on.
+            targets = [
+                int(np.searchsorted(self.classes_, label))
+                for label, n in self.sampling_strategy_.items()
+                if n > 0
+            ]
+            self.gan_ = train_cwgan_gp(
+                X, y_index, config, random_state=train_seed, targets=targets or None
+            )
         X_parts, y_parts = [X], [np.asarray(y)]
         for offset, (label, n_samples) in enumerate(
             sorted(self.sampling_strategy_.items())
@@ -96,9 +105,13 @@ class GANOverSampler(BaseOverSampler):
                 self.gan_.generator,
                 n_samples,
                 latent_dim=self.gan_.latent_dim,
-                label=int(label),
+                label=int(np.searchsorted(self.classes_, label)),
                 random_state=sample_seed + offset,
             )
             X_parts.append(rows.astype(X.dtype, copy=False))
             y_parts.append(np.full(n_samples, label, dtype=np.asarray(y).dtype))
-        return np.vstack(X_parts), np.concatenate(y_parts)
+        y_out = np.concatenate(y_parts)
+        if is_sparse:
+            new = [sparse.csr_matrix(part) for part in X_parts[1:]]
+            return sparse.vstack([X_in, *new]).asformat(X_in.format), y_out
+        return np.vstack(X_parts), y_out

@@ -21,7 +21,6 @@ from pipeline.gan.networks import build_critic, build_generator
 
 logger = logging.getLogger(__name__)
 
-N_CLASSES = 2
 GENERATOR_FILE = "generator.keras"
 META_FILE = "gan.json"
 HISTORY_FILE = "history.json"
@@ -41,6 +40,31 @@ def training_device() -> str:
     return f"GPU ({len(gpus)} visible)" if gpus else "CPU"
 
 
+def batch_composition(
+    counts: np.ndarray,
+    target_fraction: float,
+    batch_size: int,
+    targets: list[int] | None = None,
+) -> np.ndarray:
+    """Rows of each class in a training batch ("training-by-sampling").
+
+    The target classes (those to generate; by default the class with the fewest
+    rows, fraud) share ``target_fraction`` of the batch equally; the other classes
+    share the rest. 1.0 trains on the target classes alone.
+    """
+    counts = np.asarray(counts)
+    n_classes = len(counts)
+    targets = sorted(targets) if targets else [int(np.argmin(counts))]
+    others = [k for k in range(n_classes) if k not in targets]
+    shares = np.zeros(n_classes)
+    shares[targets] = target_fraction / len(targets)
+    if others:
+        shares[others] = (1.0 - target_fraction) / len(others)
+    rows = np.floor(shares * batch_size).astype(int)
+    rows[targets[0]] += batch_size - rows.sum()
+    return rows
+
+
 def make_training_dataset(
     X: np.ndarray,
     y: np.ndarray,
@@ -50,52 +74,48 @@ def make_training_dataset(
     fraud_fraction: float,
     seed: int,
     start_step: int = 0,
+    targets: list[int] | None = None,
 ) -> tf.data.Dataset:
     """An endless dataset of class-balanced batches ("training-by-sampling").
 
     With 0.17 % frauds a uniform batch of 512 holds one fraud on average, and the
     critic never learns what the fraud condition means. Each element here stacks
-    ``n_critic`` batches in which ``fraud_fraction`` of the rows are frauds (drawn with
-    replacement) and the rest normal rows. Element ``i`` depends only on ``seed`` and
-    ``i`` (stateless random ops), so training is reproducible and can resume at
+    ``n_critic`` batches in which ``fraud_fraction`` of the rows come from the
+    target classes (default: the minority class, fraud), drawn with replacement,
+    and the rest from the other classes (see :func:`batch_composition`). ``y``
+    holds class indices 0..K-1. Element ``i`` depends only on ``seed`` and ``i``
+    (stateless random ops), so training is reproducible and can resume at
     ``start_step``.
     """
     y = np.asarray(y).astype(np.int64)
-    fraud_idx = np.flatnonzero(y == 1)
-    normal_idx = np.flatnonzero(y == 0)
-    n_fraud_rows = int(round(fraud_fraction * batch_size))
-    n_normal_rows = batch_size - n_fraud_rows
-    if len(fraud_idx) == 0 or (n_normal_rows > 0 and len(normal_idx) == 0):
+    n_classes = max(int(y.max()) + 1, 2)
+    counts = np.bincount(y, minlength=n_classes)
+    composition = batch_composition(counts, fraud_fraction, batch_size, targets)
+    if any(n > 0 and c == 0 for n, c in zip(composition, counts, strict=True)):
         raise DataValidationError(
-            "GAN training needs fraud rows (and normal rows unless fraud_fraction is 1)"
+            "GAN training batches need rows of every class they draw from "
+            f"(class counts {counts.tolist()})"
         )
     X_t = tf.constant(np.asarray(X, dtype=np.float32))
     y_t = tf.constant(y)
-    fraud_t = tf.constant(fraud_idx)
-    normal_t = tf.constant(normal_idx if len(normal_idx) else np.zeros(1, np.int64))
+    members = [tf.constant(np.flatnonzero(y == k)) for k in range(n_classes)]
     seed = int(seed) % 2**31
 
     def sample(step):
-        pick = [
-            tf.random.stateless_uniform(
-                (n_critic, n_fraud_rows),
-                seed=tf.stack([tf.constant(seed, tf.int64), 2 * step]),
-                maxval=len(fraud_idx),
+        idx = []
+        for k, n_rows in enumerate(composition):
+            if n_rows == 0:
+                continue
+            pick = tf.random.stateless_uniform(
+                (n_critic, int(n_rows)),
+                seed=tf.stack([tf.constant(seed, tf.int64), n_classes * step + k]),
+                maxval=int(counts[k]),
                 dtype=tf.int64,
             )
-        ]
-        idx = [tf.gather(fraud_t, pick[0])]
-        if n_normal_rows:
-            pick_n = tf.random.stateless_uniform(
-                (n_critic, n_normal_rows),
-                seed=tf.stack([tf.constant(seed, tf.int64), 2 * step + 1]),
-                maxval=len(normal_idx),
-                dtype=tf.int64,
-            )
-            idx.append(tf.gather(normal_t, pick_n))
+            idx.append(tf.gather(members[k], pick))
         rows = tf.reshape(tf.concat(idx, axis=1), [-1])
         x = tf.gather(X_t, rows)
-        condition = tf.one_hot(tf.gather(y_t, rows), N_CLASSES, dtype=tf.float32)
+        condition = tf.one_hot(tf.gather(y_t, rows), n_classes, dtype=tf.float32)
         return x, condition
 
     return (
@@ -134,9 +154,12 @@ class _Trainer:
     where the killed one stopped.
     """
 
-    def __init__(self, X, y, config: GANConfig, random_state: int):
+    def __init__(self, X, y, config: GANConfig, random_state: int, targets=None):
         self.X = np.asarray(X)
         self.y = np.asarray(y).astype(np.int64)
+        self.n_classes = max(int(self.y.max()) + 1, 2)
+        self.minority = int(np.argmin(np.bincount(self.y, minlength=self.n_classes)))
+        self.targets = targets
         self.config = config
         self.random_state = int(random_state)
         seeds = np.random.SeedSequence(random_state).generate_state(5)
@@ -144,7 +167,7 @@ class _Trainer:
         self.select_seed = int(seeds[4])
         n_features = self.X.shape[1]
         common = {
-            "n_classes": N_CLASSES,
+            "n_classes": self.n_classes,
             "negative_slope": config.leaky_relu_slope,
             "dtype": config.precision,
         }
@@ -275,6 +298,7 @@ class _Trainer:
             self.generator,
             len(validation),
             latent_dim=self.config.latent_dim,
+            label=self.minority,
             random_state=self.select_seed,
         )
         if not np.isfinite(rows).all():
@@ -339,6 +363,7 @@ class _Trainer:
                     fraud_fraction=self.config.fraud_fraction,
                     seed=self.data_seed,
                     start_step=self.step,
+                    targets=self.targets,
                 )
                 self.gan.max_consecutive_nonfinite.assign(0)
                 out = self.gan.fit(
@@ -423,27 +448,32 @@ def train_cwgan_gp(
     validation: np.ndarray | None = None,
     checkpoint_dir: str | Path | None = None,
     log_every: int | None = None,
+    targets: list[int] | None = None,
 ) -> TrainedGAN:
-    """Fit a conditional WGAN-GP on ``(X, y)`` (model space, labels 0/1).
+    """Fit a conditional WGAN-GP on ``(X, y)`` (model space, class indices).
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
         Training rows in model space (see ``TabularTransformer``).
     y : ndarray of shape (n_samples,)
-        0 = normal, 1 = fraud.
+        Class indices 0..K-1 (here 0 = normal, 1 = fraud); the rarest class is the
+        one ``config.fraud_fraction`` and model selection refer to.
     config : GANConfig
     random_state : int
         Seeds the weights, the noise, the batch sampling and model selection.
     validation : ndarray of shape (n_val_frauds, n_features), optional
-        Real fraud rows held out from training. Every ``config.eval_every`` steps
-        the generator's rows are scored against them (C2ST) and the best-scoring
-        weights are kept, not simply the last.
+        Real rows of the rarest class (frauds) held out from training. Every
+        ``config.eval_every`` steps the generator's rows are scored against them
+        (C2ST) and the best-scoring weights are kept, not simply the last.
     checkpoint_dir : str or Path, optional
         Checkpoints go here every ``config.eval_every`` steps; a checkpoint left by
         an interrupted run with the same data, seed and config is resumed.
     log_every : int, optional
         Steps between progress lines and loss-curve points (default: ~40 points).
+    targets : list of int, optional
+        The classes that will be generated (default: the rarest class); they get
+        ``config.fraud_fraction`` of every batch.
 
     Raises
     ------
@@ -454,7 +484,7 @@ def train_cwgan_gp(
     """
     X = np.asarray(X)
     y = np.asarray(y).astype(np.int64)
-    n_fraud = int((y == 1).sum())
+    n_fraud = int(np.bincount(y).min()) if len(y) else 0
     if n_fraud < config.min_fraud_rows:
         raise DataValidationError(
             f"only {n_fraud} fraud rows in the GAN's training data; need at least "
@@ -465,7 +495,7 @@ def train_cwgan_gp(
     eval_every = config.eval_every or max(log_every, config.steps // 10)
     # Checks happen at chunk ends, so round the interval to whole chunks.
     eval_every = max(log_every, eval_every // log_every * log_every)
-    trainer = _Trainer(X, y, config, random_state)
+    trainer = _Trainer(X, y, config, random_state, targets)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     if checkpoint_dir is not None:
         trainer.try_resume(checkpoint_dir, fingerprint)
@@ -531,7 +561,8 @@ def generate_rows(
     generator and seed give the same rows.
     """
     rng = np.random.default_rng(random_state)
-    condition = np.zeros((min(batch_size, max(n_samples, 1)), N_CLASSES), np.float32)
+    n_classes = int(generator.inputs[1].shape[-1])
+    condition = np.zeros((min(batch_size, max(n_samples, 1)), n_classes), np.float32)
     condition[:, label] = 1.0
     parts = []
     for start in range(0, n_samples, batch_size):
