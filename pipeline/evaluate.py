@@ -44,11 +44,12 @@ def summarise(results: list[dict]) -> list[dict]:
             entry[f"{metric}_mean"] = mean
             if len(values) > 1:
                 sd = float(values.std(ddof=1))
-                half = float(
-                    stats.t.ppf(0.975, len(values) - 1) * sd / np.sqrt(len(values))
-                )
+                t = stats.t.ppf(0.975, len(values) - 1)
+                half = float(t * sd / np.sqrt(len(values)))
                 entry[f"{metric}_sd"] = sd
-                entry[f"{metric}_ci95"] = [mean - half, mean + half]
+                # Both metrics live in [0, 1]; a t-interval from few splits can
+                # reach past 1, which no detector can score.
+                entry[f"{metric}_ci95"] = [max(mean - half, 0.0), min(mean + half, 1.0)]
             else:
                 entry[f"{metric}_sd"] = None
                 entry[f"{metric}_ci95"] = None
@@ -57,8 +58,20 @@ def summarise(results: list[dict]) -> list[dict]:
 
 
 def _thin(x: np.ndarray, y: np.ndarray, n_points: int) -> tuple[list, list]:
-    if len(x) > n_points:
-        keep = np.unique(np.linspace(0, len(x) - 1, n_points).round().astype(int))
+    """Keep the curve's shape with few points.
+
+    A PR or ROC curve is a staircase: ``x`` only changes at a positive (or
+    negative) row, and most of its tens of thousands of points sit in one corner.
+    Keeping the first and last point of each run of equal ``x`` keeps every
+    vertex; only a still-too-long result is thinned evenly.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) > 2:
+        change = np.flatnonzero(np.diff(x) != 0)
+        keep = np.unique(np.r_[0, change, change + 1, len(x) - 1])
+        x, y = x[keep], y[keep]
+    if len(x) > 2 * n_points:
+        keep = np.unique(np.linspace(0, len(x) - 1, 2 * n_points).round().astype(int))
         x, y = x[keep], y[keep]
     return [round(float(v), 5) for v in x], [round(float(v), 5) for v in y]
 

@@ -56,6 +56,10 @@ def _ci(interval: Sequence[float] | None, digits: int = 4) -> str:
     return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
+def _tick(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
     return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
 
@@ -108,11 +112,11 @@ def svg_line_chart(
             f'<line x1="{px(fx):.1f}" y1="{top}" x2="{px(fx):.1f}" y2="{top + ph}" '
             'class="grid"/>'
             f'<text x="{px(fx):.1f}" y="{top + ph + 16}" class="tick" '
-            f'text-anchor="middle">{fx:.3g}</text>'
+            f'text-anchor="middle">{_tick(fx)}</text>'
             f'<line x1="{left}" y1="{py(fy):.1f}" x2="{left + pw}" y2="{py(fy):.1f}" '
             'class="grid"/>'
             f'<text x="{left - 6}" y="{py(fy) + 4:.1f}" class="tick" '
-            f'text-anchor="end">{fy:.3g}</text>'
+            f'text-anchor="end">{_tick(fy)}</text>'
         )
     if diagonal:
         parts.append(
