@@ -15,8 +15,29 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pipeline.errors import ConfigError
 
-METHODS = ("none", "smote", "cwgan_gp")
-"""Detector methods known to this version, in report order."""
+METHODS = (
+    "none",
+    "class_weight",
+    "random_over",
+    "smote",
+    "borderline_smote",
+    "adasyn",
+    "smote_tomek",
+    "smote_enn",
+    "cwgan_gp",
+)
+"""Detector methods, in report order."""
+Method = Literal[
+    "none",
+    "class_weight",
+    "random_over",
+    "smote",
+    "borderline_smote",
+    "adasyn",
+    "smote_tomek",
+    "smote_enn",
+    "cwgan_gp",
+]
 
 PROFILES = ("smoke", "default", "full")
 
@@ -97,7 +118,7 @@ class DetectorConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    methods: tuple[Literal["none", "smote", "cwgan_gp"], ...] = METHODS
+    methods: tuple[Method, ...] = METHODS
     sampling_strategy: float = Field(
         0.1,
         gt=0.0,
@@ -105,6 +126,13 @@ class EvaluationConfig(_Section):
         description="Minority/majority ratio after resampling (SMOTE and GAN).",
     )
     smote_k_neighbors: int = Field(5, ge=1)
+    n_jobs: int = Field(2, ge=1, description="Threads for samplers' neighbour search.")
+    review_cost: float = Field(
+        5.0, ge=0.0, description="Cost of reviewing one alert, in Amount units."
+    )
+    n_bootstrap: int = Field(
+        200, ge=0, description="Bootstrap resamples of the test rows per split."
+    )
 
     @model_validator(mode="after")
     def _check_methods(self) -> EvaluationConfig:

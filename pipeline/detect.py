@@ -6,17 +6,38 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from imblearn.over_sampling import SMOTE
+from imblearn.combine import SMOTEENN, SMOTETomek
+from imblearn.over_sampling import ADASYN, SMOTE, BorderlineSMOTE, RandomOverSampler
 from imblearn.pipeline import Pipeline
+from imblearn.under_sampling import EditedNearestNeighbours, TomekLinks
 from xgboost import XGBClassifier
 
 from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
 from pipeline.errors import ConfigError
 
+SMOTE_FAMILY = (
+    "random_over",
+    "smote",
+    "borderline_smote",
+    "adasyn",
+    "smote_tomek",
+    "smote_enn",
+)
+"""The imbalanced-learn baselines the GAN is compared with."""
 
-def make_detector(config: DetectorConfig, *, random_state: int) -> XGBClassifier:
-    """The shared XGBoost (hist trees, early stopping on validation AUPRC)."""
+
+def make_detector(
+    config: DetectorConfig,
+    *,
+    random_state: int,
+    scale_pos_weight: float | None = None,
+) -> XGBClassifier:
+    """The shared XGBoost (hist trees, early stopping on validation AUPRC).
+
+    ``scale_pos_weight`` is set only by the ``class_weight`` method.
+    """
     return XGBClassifier(
+        scale_pos_weight=scale_pos_weight,
         n_estimators=config.n_estimators,
         max_depth=config.max_depth,
         learning_rate=config.learning_rate,
@@ -36,18 +57,40 @@ def make_sampler(
     gan: GANConfig | None = None,
     gan_dir: str | Path | None = None,
 ):
-    """The sampler of a method (``None`` for ``none``).
+    """The sampler of a method (``None`` for ``none`` and ``class_weight``).
 
-    ``cwgan_gp`` reuses the split's GAN from ``gan_dir`` when given (it is fitted once
-    per split and checked against the training rows), else trains one.
+    Every sampler resamples to the same ``sampling_strategy``. ``cwgan_gp`` reuses
+    the split's GAN from ``gan_dir`` when given (it is fitted once per split and
+    checked against the training rows), else trains one.
     """
-    if method == "none":
+    seed = random_state % 2**31
+    strategy = evaluation.sampling_strategy
+    k = evaluation.smote_k_neighbors
+    if method in ("none", "class_weight"):
         return None
+    if method == "random_over":
+        return RandomOverSampler(sampling_strategy=strategy, random_state=seed)
     if method == "smote":
-        return SMOTE(
-            sampling_strategy=evaluation.sampling_strategy,
-            k_neighbors=evaluation.smote_k_neighbors,
-            random_state=random_state % 2**31,
+        return SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
+    if method == "borderline_smote":
+        return BorderlineSMOTE(
+            sampling_strategy=strategy, k_neighbors=k, random_state=seed
+        )
+    if method == "adasyn":
+        return ADASYN(sampling_strategy=strategy, n_neighbors=k, random_state=seed)
+    if method == "smote_tomek":
+        return SMOTETomek(
+            sampling_strategy=strategy,
+            smote=SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed),
+            tomek=TomekLinks(n_jobs=evaluation.n_jobs),
+            random_state=seed,
+        )
+    if method == "smote_enn":
+        return SMOTEENN(
+            sampling_strategy=strategy,
+            smote=SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed),
+            enn=EditedNearestNeighbours(n_jobs=evaluation.n_jobs),
+            random_state=seed,
         )
     if method == "cwgan_gp":
         from pipeline.gan.sampler import GANOverSampler  # imports TensorFlow
