@@ -75,11 +75,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ.setdefault(key, value)
     from flows.fraud_flow import fraud_augmentation
 
+    overrides = {"split": {"mode": args.split_mode}} if args.split_mode else None
+    load_config(args.profile, seed=args.seed, overrides=overrides)
     result = fraud_augmentation(
         data_path=str(data),
         profile=args.profile,
         seed=args.seed,
         reports_dir=args.reports,
+        overrides=overrides,
     )
     print(result["report"])
     return 0
@@ -143,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reports", default="reports", help="default: reports/")
+    p.add_argument(
+        "--split-mode",
+        choices=["stratified", "temporal"],
+        help="temporal: train on the earliest rows, test on the latest (one split)",
+    )
     p.set_defaults(func=_cmd_run)
     return parser
 

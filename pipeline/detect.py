@@ -15,16 +15,6 @@ from xgboost import XGBClassifier
 from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
 from pipeline.errors import ConfigError
 
-SMOTE_FAMILY = (
-    "random_over",
-    "smote",
-    "borderline_smote",
-    "adasyn",
-    "smote_tomek",
-    "smote_enn",
-)
-"""The imbalanced-learn baselines the GAN is compared with."""
-
 
 def make_detector(
     config: DetectorConfig,

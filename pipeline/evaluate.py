@@ -4,14 +4,56 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import average_precision_score, roc_auc_score
+from sklearn.metrics import (
+    average_precision_score,
+    precision_recall_curve,
+    roc_auc_score,
+)
 
-METRICS = ("auprc", "roc_auc")
-"""Reported per (method, split); AUPRC is the primary metric."""
+METRICS = (
+    "auprc",
+    "roc_auc",
+    "recall_at_precision_90",
+    "precision_at_recall_80",
+    "f1",
+    "net_savings",
+)
+"""Summarised per method over splits; AUPRC is the primary metric."""
 
 
-def compute_metrics(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
-    """AUPRC (average precision) and ROC-AUC of fraud scores.
+def choose_threshold(y_true: np.ndarray, scores: np.ndarray) -> float:
+    """The score threshold with the best F1 on these (validation) rows."""
+    precision, recall, thresholds = precision_recall_curve(y_true, scores)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(
+            precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0
+        )
+    # The last PR point has no threshold.
+    return float(thresholds[int(np.argmax(f1[:-1]))])
+
+
+def recall_at_precision(y_true, scores, min_precision: float) -> float:
+    """Highest recall whose precision is at least ``min_precision`` (0 if none)."""
+    precision, recall, _ = precision_recall_curve(y_true, scores)
+    ok = precision >= min_precision
+    return float(recall[ok].max()) if ok.any() else 0.0
+
+
+def precision_at_recall(y_true, scores, min_recall: float) -> float:
+    """Highest precision whose recall is at least ``min_recall``."""
+    precision, recall, _ = precision_recall_curve(y_true, scores)
+    return float(precision[recall >= min_recall].max())
+
+
+def compute_metrics(
+    y_true: np.ndarray,
+    scores: np.ndarray,
+    *,
+    threshold: float | None = None,
+    amount: np.ndarray | None = None,
+    review_cost: float = 0.0,
+) -> dict[str, float]:
+    """Metrics of fraud scores on test rows.
 
     Parameters
     ----------
@@ -19,42 +61,214 @@ def compute_metrics(y_true: np.ndarray, scores: np.ndarray) -> dict[str, float]:
         0/1 labels; both classes must be present.
     scores : array-like of shape (n_samples,)
         Higher means more likely fraud.
+    threshold : float, optional
+        Alert threshold, chosen beforehand on the validation rows (never here).
+        When given: F1, precision, recall and the confusion matrix at it.
+    amount : array-like of shape (n_samples,), optional
+        Transaction amounts: with ``threshold``, the cost view ``net_savings`` =
+        fraud amount caught - ``review_cost`` x alerts, against 0 for flagging
+        nothing.
     """
     y_true = np.asarray(y_true)
     scores = np.asarray(scores)
-    return {
+    out = {
         "auprc": float(average_precision_score(y_true, scores)),
         "roc_auc": float(roc_auc_score(y_true, scores)),
+        "recall_at_precision_90": recall_at_precision(y_true, scores, 0.90),
+        "precision_at_recall_80": precision_at_recall(y_true, scores, 0.80),
         "n_test": int(len(y_true)),
         "n_test_frauds": int(y_true.sum()),
     }
+    if threshold is not None:
+        flagged = scores >= threshold
+        tp = int((flagged & (y_true == 1)).sum())
+        fp = int((flagged & (y_true == 0)).sum())
+        fn = int((~flagged & (y_true == 1)).sum())
+        tn = int((~flagged & (y_true == 0)).sum())
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        out.update(
+            threshold=float(threshold),
+            precision=precision,
+            recall=recall,
+            f1=2 * precision * recall / (precision + recall) if tp else 0.0,
+            confusion={"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+        )
+        if amount is not None:
+            amount = np.asarray(amount, dtype=float)
+            caught = float(amount[flagged & (y_true == 1)].sum())
+            out.update(
+                fraud_amount=float(amount[y_true == 1].sum()),
+                fraud_amount_caught=caught,
+                alerts=tp + fp,
+                review_cost=float(review_cost),
+                net_savings=caught - review_cost * (tp + fp),
+            )
+    return out
+
+
+def bootstrap_ci(
+    y_true: np.ndarray,
+    scores: np.ndarray,
+    *,
+    n_resamples: int,
+    random_state: int,
+) -> list[float] | None:
+    """95 % percentile interval of AUPRC over stratified bootstrap resamples of the
+    test rows (the within-split uncertainty)."""
+    if n_resamples < 1:
+        return None
+    rng = np.random.default_rng(random_state)
+    y_true = np.asarray(y_true)
+    scores = np.asarray(scores)
+    pos = np.flatnonzero(y_true == 1)
+    neg = np.flatnonzero(y_true == 0)
+    values = []
+    for _ in range(n_resamples):
+        idx = np.r_[rng.choice(pos, len(pos)), rng.choice(neg, len(neg))]
+        values.append(average_precision_score(y_true[idx], scores[idx]))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+_UNBOUNDED = {"net_savings"}
+
+
+def _t_interval(values: np.ndarray, bounded: bool) -> tuple[float | None, list | None]:
+    from scipy import stats
+
+    if len(values) < 2:
+        return None, None
+    mean = float(values.mean())
+    sd = float(values.std(ddof=1))
+    half = float(stats.t.ppf(0.975, len(values) - 1) * sd / np.sqrt(len(values)))
+    low, high = mean - half, mean + half
+    if bounded:
+        # Rates live in [0, 1]; a t-interval from few splits can reach past 1,
+        # which no detector can score.
+        low, high = max(low, 0.0), min(high, 1.0)
+    return sd, [low, high]
 
 
 def summarise(results: list[dict]) -> list[dict]:
     """Per-method mean, standard deviation and 95 % t-interval over splits."""
-    from scipy import stats
-
     frame = pd.DataFrame(results)
     summary = []
     for method, group in frame.groupby("method", sort=False):
         entry: dict = {"method": method, "n_splits": int(len(group))}
         for metric in METRICS:
+            if metric not in group:
+                continue
             values = group[metric].to_numpy(dtype=float)
-            mean = float(values.mean())
-            entry[f"{metric}_mean"] = mean
-            if len(values) > 1:
-                sd = float(values.std(ddof=1))
-                t = stats.t.ppf(0.975, len(values) - 1)
-                half = float(t * sd / np.sqrt(len(values)))
-                entry[f"{metric}_sd"] = sd
-                # Both metrics live in [0, 1]; a t-interval from few splits can
-                # reach past 1, which no detector can score.
-                entry[f"{metric}_ci95"] = [max(mean - half, 0.0), min(mean + half, 1.0)]
-            else:
-                entry[f"{metric}_sd"] = None
-                entry[f"{metric}_ci95"] = None
+            sd, ci = _t_interval(values, bounded=metric not in _UNBOUNDED)
+            entry[f"{metric}_mean"] = float(values.mean())
+            entry[f"{metric}_sd"] = sd
+            entry[f"{metric}_ci95"] = ci
         summary.append(entry)
     return summary
+
+
+def paired_difference(
+    results: list[dict], method: str, baseline: str, metric: str = "auprc"
+) -> dict | None:
+    """``method`` minus ``baseline`` on the same splits: mean, 95 % t-interval,
+    Wilcoxon signed-rank p-value. Significant when the interval excludes 0."""
+    from scipy import stats
+
+    a = {r["split"]: r[metric] for r in results if r["method"] == method}
+    b = {r["split"]: r[metric] for r in results if r["method"] == baseline}
+    splits = sorted(a.keys() & b.keys())
+    if not splits or method == baseline:
+        return None
+    diffs = np.array([a[s] - b[s] for s in splits], dtype=float)
+    _, ci = _t_interval(diffs, bounded=False)
+    p_value = None
+    if len(diffs) > 1:
+        p_value = 1.0 if np.all(diffs == 0) else float(stats.wilcoxon(diffs).pvalue)
+    return {
+        "method": method,
+        "baseline": baseline,
+        "metric": metric,
+        "n_splits": len(splits),
+        "mean_diff": float(diffs.mean()),
+        "ci95": ci,
+        "p_wilcoxon": p_value,
+        "significant": bool(ci is not None and (ci[0] > 0 or ci[1] < 0)),
+        "per_split": [float(d) for d in diffs],
+    }
+
+
+def verdict_line(comparison: dict) -> str:
+    """One sentence generated from a paired comparison's numbers."""
+    c = comparison
+    name = "AUPRC" if c["metric"] == "auprc" else c["metric"]
+    if c["ci95"] is None:
+        return (
+            f"{c['method']} vs {c['baseline']}: {c['mean_diff']:+.3f} {name} on one "
+            "split; no interval, so no claim either way"
+        )
+    verdict = "significant" if c["significant"] else "not significant"
+    return (
+        f"{c['method']} vs {c['baseline']}: {c['mean_diff']:+.3f} {name}, 95 % CI "
+        f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}], {verdict} "
+        f"(Wilcoxon p = {c['p_wilcoxon']:.2f}, {c['n_splits']} splits)"
+    )
+
+
+def compare_methods(
+    results: list[dict], smote_family: tuple[str, ...], metric: str = "auprc"
+) -> dict:
+    """Paired comparisons of every method with ``none`` and with the best
+    SMOTE-family method, the verdict lines, and a headline.
+
+    Returns
+    -------
+    dict with ``best_smote_family``, ``comparisons`` (list), ``verdicts`` (list of
+    str) and ``headline`` (str).
+    """
+    summary = {s["method"]: s for s in summarise(results)}
+    family = [m for m in smote_family if m in summary]
+    best = max(family, key=lambda m: summary[m][f"{metric}_mean"]) if family else None
+    comparisons = []
+    for method in summary:
+        for baseline in ("none", best):
+            if baseline is None or baseline not in summary:
+                continue
+            comparison = paired_difference(results, method, baseline, metric)
+            if comparison is not None:
+                comparisons.append(comparison)
+    verdicts = [verdict_line(c) for c in comparisons if c["method"] == "cwgan_gp"]
+    verdicts += [
+        verdict_line(c)
+        for c in comparisons
+        if c["method"] != "cwgan_gp" and c["baseline"] == "none"
+    ]
+    winners = [
+        c
+        for c in comparisons
+        if c["baseline"] == "none" and c["significant"] and c["mean_diff"] > 0
+    ]
+    n_splits = max((c["n_splits"] for c in comparisons), default=0)
+    if winners:
+        top = max(winners, key=lambda c: c["mean_diff"])
+        headline = "Beats no resampling: " + verdict_line(top)
+    elif n_splits < 2:
+        headline = (
+            "One split only: no method can be shown to beat no resampling (none); "
+            "run the default or full profile for confidence intervals."
+        )
+    else:
+        headline = (
+            f"No method beats no resampling (none) on {metric.upper()} with 95 % "
+            f"confidence over {n_splits} splits."
+        )
+    return {
+        "metric": metric,
+        "best_smote_family": best,
+        "comparisons": comparisons,
+        "verdicts": verdicts,
+        "headline": headline,
+    }
 
 
 def _thin(x: np.ndarray, y: np.ndarray, n_points: int) -> tuple[list, list]:

@@ -21,6 +21,42 @@ SUBSETS = ("train", "validation", "test")
 _LOG_COLUMNS = ("Amount",)
 
 
+def make_temporal_split(
+    time: np.ndarray | pd.Series,
+    y: np.ndarray | pd.Series,
+    *,
+    test_size: float = 0.2,
+    validation_size: float = 0.2,
+) -> pd.DataFrame:
+    """One chronological split: earliest rows train, then validation, latest test.
+
+    Same columns as :func:`make_splits` (``split`` is 0).
+    """
+    order = np.argsort(np.asarray(time), kind="stable")
+    n = len(order)
+    n_test = int(round(test_size * n))
+    n_val = int(round(validation_size * n))
+    parts = {
+        "train": order[: n - n_test - n_val],
+        "validation": order[n - n_test - n_val : n - n_test],
+        "test": order[n - n_test :],
+    }
+    y = np.asarray(y)
+    for subset, rows in parts.items():
+        if not (y[rows] == 1).any():
+            raise DataValidationError(
+                f"temporal split: the {subset} rows (by Time) hold no fraud"
+            )
+    frame = pd.concat(
+        [
+            pd.DataFrame({"split": 0, "row": np.sort(rows), "subset": subset})
+            for subset, rows in parts.items()
+        ],
+        ignore_index=True,
+    )
+    return frame.astype({"split": np.int32, "row": np.int64})
+
+
 def make_splits(
     y: np.ndarray | pd.Series,
     *,

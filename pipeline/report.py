@@ -15,6 +15,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from pipeline.evaluate import METRICS
+
 PALETTE = (
     "#1f77b4",
     "#d62728",
@@ -241,7 +243,12 @@ def render_report(
         .render(
             m=metrics,
             summary=summary,
-            best={k: _best(summary, f"{k}_mean") for k in ("auprc", "roc_auc")},
+            best={k: _best(summary, f"{k}_mean") for k in METRICS},
+            diffs_vs_none={
+                c["method"]: c
+                for c in metrics.get("comparison", {}).get("comparisons", [])
+                if c["baseline"] == "none"
+            },
             curve_charts=_curve_charts(metrics, curves, split),
             gan_charts=_gan_charts(histories),
             colours=method_colours(metrics["methods"]),

@@ -28,11 +28,16 @@ from pipeline.artifacts import (
     save_text,
     write_manifest,
 )
-from pipeline.config import PipelineConfig
+from pipeline.config import SMOTE_FAMILY, PipelineConfig
 from pipeline.errors import ArtifactError
-from pipeline.evaluate import compute_metrics, curve_points, summarise
+from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
 from pipeline.ingest import TARGET, read_transactions
-from pipeline.preprocess import TabularTransformer, make_splits, subset_rows
+from pipeline.preprocess import (
+    TabularTransformer,
+    make_splits,
+    make_temporal_split,
+    subset_rows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -164,12 +169,20 @@ def stage_prepare(
     """Make the repeated splits and fit one transformer per split on its train rows."""
     run_dir = Path(run_dir)
     frame = load_parquet(frame_path)
-    splits = make_splits(
-        frame[TARGET].to_numpy(),
-        random_states=split_seeds,
-        test_size=config.split.test_size,
-        validation_size=config.split.validation_size,
-    )
+    if config.split.mode == "temporal":
+        splits = make_temporal_split(
+            frame["Time"].to_numpy(),
+            frame[TARGET].to_numpy(),
+            test_size=config.split.test_size,
+            validation_size=config.split.validation_size,
+        )
+    else:
+        splits = make_splits(
+            frame[TARGET].to_numpy(),
+            random_states=split_seeds,
+            test_size=config.split.test_size,
+            validation_size=config.split.validation_size,
+        )
     save_parquet(run_dir / SPLITS_FILE, splits)
     transformers = []
     for split in range(len(split_seeds)):
@@ -202,6 +215,7 @@ def load_split_data(
             "X": transformer.transform(part),
             "y": part[TARGET].to_numpy(dtype=np.int64),
             "rows": rows,
+            "amount": part["Amount"].to_numpy(dtype=np.float64),
         }
     return data
 
@@ -381,8 +395,10 @@ def stage_fit_detector(
         make_detector,
         make_sampler,
     )
+    from pipeline.evaluate import bootstrap_ci, choose_threshold
 
     data = load_split_data(frame_path, splits_path, transformer_path, split)
+    y_train = data["train"]["y"]
     sampler = make_sampler(
         method,
         config.evaluation,
@@ -390,9 +406,14 @@ def stage_fit_detector(
         gan=config.gan,
         gan_dir=gan_dir,
     )
-    pipeline = make_detection_pipeline(
-        sampler, make_detector(config.detector, random_state=detector_seed)
+    weight = None
+    if method == "class_weight":
+        # Reweight instead of resampling: negatives per positive in the training rows.
+        weight = float((y_train == 0).sum() / max((y_train == 1).sum(), 1))
+    detector = make_detector(
+        config.detector, random_state=detector_seed, scale_pos_weight=weight
     )
+    pipeline = make_detection_pipeline(sampler, detector)
     start = time.perf_counter()
     fit_detection_pipeline(
         pipeline,
@@ -403,8 +424,9 @@ def stage_fit_detector(
     )
     fit_seconds = time.perf_counter() - start
     parts = []
+    scores = {}
     for subset in ("validation", "test"):
-        scores = fraud_scores(pipeline, data[subset]["X"])
+        scores[subset] = fraud_scores(pipeline, data[subset]["X"])
         parts.append(
             pd.DataFrame(
                 {
@@ -412,12 +434,25 @@ def stage_fit_detector(
                     "method": method,
                     "subset": subset,
                     "row": data[subset]["rows"].astype(np.int64),
-                    "score": scores.astype(np.float64),
+                    "score": scores[subset].astype(np.float64),
                 }
             )
         )
-        if subset == "test":
-            metrics = compute_metrics(data["test"]["y"], scores)
+    # The alert threshold is chosen on the validation rows, never on test.
+    threshold = choose_threshold(data["validation"]["y"], scores["validation"])
+    metrics = compute_metrics(
+        data["test"]["y"],
+        scores["test"],
+        threshold=threshold,
+        amount=data["test"]["amount"],
+        review_cost=config.evaluation.review_cost,
+    )
+    metrics["auprc_bootstrap_ci95"] = bootstrap_ci(
+        data["test"]["y"],
+        scores["test"],
+        n_resamples=config.evaluation.n_bootstrap,
+        random_state=detector_seed,
+    )
     save_parquet(scores_path, pd.concat(parts, ignore_index=True))
     xgb = pipeline.named_steps["xgb"]
     sampler_step = pipeline.named_steps["sampler"]
@@ -432,6 +467,7 @@ def stage_fit_detector(
         "method": method,
         "split": split,
         **metrics,
+        "scale_pos_weight": weight,
         "n_train": int(len(data["train"]["y"])),
         "n_train_resampled": n_resampled,
         "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
@@ -537,6 +573,7 @@ def stage_report(
         "primary_metric": "auprc",
         "results": results,
         "summary": summarise(results),
+        "comparison": compare_methods(results, SMOTE_FAMILY),
         "gan": {
             "splits": sorted(gans, key=lambda g: g["split"]),
             "nonfinite_steps": sum(int(g.get("nonfinite_steps") or 0) for g in gans),

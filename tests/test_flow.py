@@ -2,12 +2,15 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from pipeline.artifacts import file_sha256
+from pipeline.config import load_config
 from pipeline.errors import DataValidationError
+from pipeline.evaluate import choose_threshold, compute_metrics
 from pipeline.ingest import COLUMNS, read_transactions
 
 pytestmark = pytest.mark.slow
@@ -59,11 +62,13 @@ def test_metrics_and_predictions_agree_and_recompute(finished_run, sample_path):
     assert metrics["data"]["sha256"] == summary.sha256
     assert metrics["data"]["rows"] == 20_000 and metrics["data"]["frauds"] == 492
     assert metrics["data"]["demo"] is False
-    assert {r["method"] for r in metrics["results"]} == {"none", "smote", "cwgan_gp"}
+    smoke_methods = load_config("smoke").evaluation.methods
+    assert [s["method"] for s in metrics["summary"]] == list(smoke_methods)
 
     predictions = pd.read_parquet(run_dir / "predictions.parquet")
     assert list(predictions.columns) == ["split", "method", "subset", "row", "score"]
     labels = frame["Class"].to_numpy()
+    amounts = frame["Amount"].to_numpy()
     for record in metrics["results"]:
         chosen = predictions[
             (predictions["method"] == record["method"])
@@ -71,11 +76,47 @@ def test_metrics_and_predictions_agree_and_recompute(finished_run, sample_path):
             & (predictions["subset"] == "test")
         ]
         y = labels[chosen["row"].to_numpy()]
-        assert record["auprc"] == pytest.approx(
-            average_precision_score(y, chosen["score"])
+        scores = chosen["score"].to_numpy()
+        validation = predictions[
+            (predictions["method"] == record["method"])
+            & (predictions["split"] == record["split"])
+            & (predictions["subset"] == "validation")
+        ]
+        # Every reported number recomputes from the predictions and the input file.
+        threshold = choose_threshold(
+            labels[validation["row"].to_numpy()], validation["score"].to_numpy()
         )
-        assert record["roc_auc"] == pytest.approx(roc_auc_score(y, chosen["score"]))
+        again = compute_metrics(
+            y,
+            scores,
+            threshold=threshold,
+            amount=amounts[chosen["row"].to_numpy()],
+            review_cost=metrics["config"]["evaluation"]["review_cost"],
+        )
+        assert record["auprc"] == pytest.approx(average_precision_score(y, scores))
+        assert record["roc_auc"] == pytest.approx(roc_auc_score(y, scores))
+        for key in (
+            "recall_at_precision_90",
+            "precision_at_recall_80",
+            "threshold",
+            "precision",
+            "recall",
+            "f1",
+            "confusion",
+            "alerts",
+            "fraud_amount_caught",
+            "net_savings",
+        ):
+            assert record[key] == pytest.approx(again[key]), key
         assert 0.5 < record["auprc"] < 1.0
+        low, high = record["auprc_bootstrap_ci95"]
+        assert low <= record["auprc"] <= high
+    for entry in metrics["summary"]:
+        mine = [
+            r["auprc"] for r in metrics["results"] if r["method"] == entry["method"]
+        ]
+        assert entry["auprc_mean"] == pytest.approx(np.mean(mine))
+    assert metrics["comparison"]["headline"].startswith("One split only")
 
 
 def test_scored_rows_are_real_held_out_rows(finished_run):
@@ -109,7 +150,7 @@ def test_manifest_records_hashes_seeds_and_config(finished_run):
 def test_report_shows_methods_and_gan(finished_run):
     result, reports = finished_run
     html = (reports / result["run_id"] / "report.html").read_text()
-    for method in ("none", "smote", "cwgan_gp"):
+    for method in load_config("smoke").evaluation.methods:
         assert f'data-method="{method}"' in html
     assert "GAN training" in html and "<script" not in html
 

@@ -4,27 +4,43 @@ from pipeline.report import render_index, render_report
 
 
 def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
-    results = [
-        {
-            "method": m,
-            "split": 0,
-            "auprc": a,
-            "roc_auc": 0.95,
-            "n_test": 100,
-            "n_test_frauds": 5,
-            "n_train_resampled": 300,
-            "best_iteration": 9,
-            "fit_seconds": 1.0,
-        }
-        for m, a in (("none", 0.8), ("smote", 0.82), ("cwgan_gp", 0.79))
-    ]
+    from pipeline.evaluate import compare_methods, summarise
+
+    results = []
+    for split in (0, 1, 2):
+        for m, a in (("none", 0.8), ("smote", 0.82), ("cwgan_gp", 0.79)):
+            results.append(
+                {
+                    "method": m,
+                    "split": split,
+                    "auprc": a + 0.01 * split,
+                    "auprc_bootstrap_ci95": [a - 0.05, a + 0.05],
+                    "roc_auc": 0.95,
+                    "recall_at_precision_90": 0.7,
+                    "precision_at_recall_80": 0.6,
+                    "threshold": 0.5,
+                    "precision": 0.8,
+                    "recall": 0.75,
+                    "f1": 0.77,
+                    "confusion": {"tp": 3, "fp": 1, "fn": 2, "tn": 94},
+                    "alerts": 4,
+                    "fraud_amount": 500.0,
+                    "fraud_amount_caught": 300.0,
+                    "net_savings": 280.0,
+                    "n_test": 100,
+                    "n_test_frauds": 5,
+                    "n_train_resampled": 300,
+                    "best_iteration": 9,
+                    "fit_seconds": 1.0,
+                }
+            )
     return {
         "run_id": run_id,
         "started_at": "2026-01-01T00:00:00+00:00",
         "duration_seconds": 12.0,
         "profile": "smoke",
         "seed": 0,
-        "n_splits": 1,
+        "n_splits": 3,
         "methods": ["none", "smote", "cwgan_gp"],
         "data": {
             "path": path,
@@ -35,20 +51,15 @@ def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
             "demo": demo,
         },
         "results": results,
-        "summary": [
-            {
-                "method": r["method"],
-                "n_splits": 1,
-                "auprc_mean": r["auprc"],
-                "auprc_ci95": None,
-                "roc_auc_mean": r["roc_auc"],
-                "roc_auc_ci95": None,
-            }
-            for r in results
-        ],
+        "summary": summarise(results),
+        "comparison": compare_methods(results, ("smote",)),
         "gan": {"splits": []},
         "fidelity": {},
-        "config": {"report": {"title": "fraudaug evaluation report"}},
+        "config": {
+            "report": {"title": "fraudaug evaluation report"},
+            "split": {"mode": "stratified"},
+            "evaluation": {"sampling_strategy": 0.1, "review_cost": 5.0},
+        },
     }
 
 
@@ -69,8 +80,10 @@ def test_report_is_self_contained_and_shows_every_method():
     # No resource from anywhere: no src/href to a URL, no @import, no url().
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
     assert "@import" not in html and "url(" not in html
-    assert "0.8200" in html  # smote's AUPRC, the best, is shown
-    assert 'class="best" data-metric="auprc_mean">0.8200' in html
+    assert 'class="best" data-metric="auprc_mean">0.8300' in html  # smote's mean
+    assert "cwgan_gp vs none: -0.010 AUPRC" in html  # a generated verdict line
+    # smote is +0.02 on every split: the interval excludes 0.
+    assert "Beats no resampling: smote vs none: +0.020 AUPRC" in html
     assert "DEMO DATA" not in html
 
 

@@ -1,0 +1,99 @@
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score
+
+from pipeline.evaluate import (
+    bootstrap_ci,
+    choose_threshold,
+    compare_methods,
+    compute_metrics,
+    paired_difference,
+    precision_at_recall,
+    recall_at_precision,
+    verdict_line,
+)
+
+
+@pytest.fixture(scope="module")
+def scored():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(60, int), np.zeros(3000, int)]
+    scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
+    amount = rng.lognormal(3, 1, len(y))
+    return y, scores, amount
+
+
+def test_threshold_maximises_f1(scored):
+    y, scores, _ = scored
+    t = choose_threshold(y, scores)
+    best = f1_score(y, scores >= t)
+    for other in np.quantile(scores, [0.5, 0.9, 0.95, 0.99]):
+        assert f1_score(y, scores >= other) <= best + 1e-12
+
+
+def test_metrics_at_a_threshold_and_the_cost_view(scored):
+    y, scores, amount = scored
+    m = compute_metrics(y, scores, threshold=0.5, amount=amount, review_cost=2.0)
+    flagged = scores >= 0.5
+    tp = int((flagged & (y == 1)).sum())
+    fp = int((flagged & (y == 0)).sum())
+    assert m["confusion"]["tp"] == tp and m["confusion"]["fp"] == fp
+    assert m["alerts"] == tp + fp
+    assert m["f1"] == pytest.approx(f1_score(y, flagged))
+    assert m["net_savings"] == pytest.approx(
+        amount[flagged & (y == 1)].sum() - 2.0 * (tp + fp)
+    )
+    assert 0 <= m["recall_at_precision_90"] <= 1
+
+
+def test_fixed_operating_points():
+    y = np.array([1, 1, 0, 1, 0, 0, 0, 0])
+    s = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2])
+    assert recall_at_precision(y, s, 0.9) == pytest.approx(2 / 3)
+    assert precision_at_recall(y, s, 0.8) == pytest.approx(3 / 4)
+
+
+def test_bootstrap_interval_brackets_the_estimate(scored):
+    y, scores, _ = scored
+    low, high = bootstrap_ci(y, scores, n_resamples=100, random_state=0)
+    auprc = compute_metrics(y, scores)["auprc"]
+    assert low < auprc < high
+    assert bootstrap_ci(y, scores, n_resamples=0, random_state=0) is None
+
+
+def _results(diffs):
+    out = []
+    for split, d in enumerate(diffs):
+        out.append({"method": "none", "split": split, "auprc": 0.8})
+        out.append({"method": "cwgan_gp", "split": split, "auprc": 0.8 + d})
+        out.append({"method": "smote", "split": split, "auprc": 0.8 + d / 2})
+    return out
+
+
+def test_paired_difference_noise_is_not_significant():
+    c = paired_difference(_results([0.01, -0.012, 0.004]), "cwgan_gp", "none")
+    assert c["mean_diff"] == pytest.approx(0.0006666, abs=1e-6)
+    assert c["ci95"][0] < 0 < c["ci95"][1] and not c["significant"]
+    assert 0 < c["p_wilcoxon"] <= 1
+    assert verdict_line(c).startswith("cwgan_gp vs none: +0.001 AUPRC, 95 % CI [")
+    assert "not significant" in verdict_line(c)
+
+
+def test_consistent_gain_is_significant_and_headlined():
+    comparison = compare_methods(
+        _results([0.02, 0.021, 0.019, 0.02, 0.022]), ("smote",)
+    )
+    assert comparison["best_smote_family"] == "smote"
+    assert comparison["headline"].startswith("Beats no resampling: cwgan_gp vs none")
+    vs_smote = [c for c in comparison["comparisons"] if c["baseline"] == "smote"]
+    assert {c["method"] for c in vs_smote} == {"none", "cwgan_gp"}
+
+
+def test_headline_says_plainly_when_nothing_beats_none():
+    comparison = compare_methods(_results([0.01, -0.012, 0.004]), ("smote",))
+    assert comparison["headline"] == (
+        "No method beats no resampling (none) on AUPRC with 95 % confidence "
+        "over 3 splits."
+    )
+    single = compare_methods(_results([0.05]), ("smote",))
+    assert single["headline"].startswith("One split only")
