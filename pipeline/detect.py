@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from imblearn import FunctionSampler
 from imblearn.combine import SMOTEENN, SMOTETomek
 from imblearn.over_sampling import ADASYN, SMOTE, BorderlineSMOTE, RandomOverSampler
 from imblearn.pipeline import Pipeline
@@ -94,9 +95,19 @@ def make_sampler(
     raise ConfigError(f"unknown method {method!r}")
 
 
+def _count_rows(X, y, sink: dict):
+    sink["n_rows"] = len(y)
+    return X, y
+
+
 def make_detection_pipeline(sampler, detector: XGBClassifier) -> Pipeline:
-    """``sampler -> xgb``; the sampler acts in ``fit`` only, never on scored rows."""
-    return Pipeline([("sampler", sampler or "passthrough"), ("xgb", detector)])
+    """``sampler -> count -> xgb``; samplers act in ``fit`` only, never on scored
+    rows. ``count`` passes rows through and records how many the detector was
+    trained on (see :func:`resampled_size`)."""
+    counter = FunctionSampler(func=_count_rows, kw_args={"sink": {}}, validate=False)
+    return Pipeline(
+        [("sampler", sampler or "passthrough"), ("count", counter), ("xgb", detector)]
+    )
 
 
 def fit_detection_pipeline(
@@ -110,6 +121,11 @@ def fit_detection_pipeline(
     return pipeline.fit(
         X_train, y_train, xgb__eval_set=[(X_val, y_val)], xgb__verbose=False
     )
+
+
+def resampled_size(pipeline: Pipeline) -> int:
+    """Training rows the fitted pipeline's detector saw, after resampling."""
+    return int(pipeline.named_steps["count"].kw_args["sink"]["n_rows"])
 
 
 def fraud_scores(pipeline: Pipeline, X: np.ndarray) -> np.ndarray:

@@ -394,6 +394,7 @@ def stage_fit_detector(
         make_detection_pipeline,
         make_detector,
         make_sampler,
+        resampled_size,
     )
     from pipeline.evaluate import bootstrap_ci, choose_threshold
 
@@ -455,14 +456,7 @@ def stage_fit_detector(
     )
     save_parquet(scores_path, pd.concat(parts, ignore_index=True))
     xgb = pipeline.named_steps["xgb"]
-    sampler_step = pipeline.named_steps["sampler"]
-    n_resampled = (
-        len(data["train"]["y"])
-        if sampler is None
-        else int(
-            sum(sampler_step.sampling_strategy_.values()) + len(data["train"]["y"])
-        )
-    )
+    n_resampled = resampled_size(pipeline)
     record = {
         "method": method,
         "split": split,

@@ -1,13 +1,14 @@
 import numpy as np
 import pytest
 
-from pipeline.config import load_config
+from pipeline.config import METHODS, load_config
 from pipeline.detect import (
     fit_detection_pipeline,
     fraud_scores,
     make_detection_pipeline,
     make_detector,
     make_sampler,
+    resampled_size,
 )
 from pipeline.errors import ConfigError
 from pipeline.evaluate import compute_metrics, summarise
@@ -23,7 +24,7 @@ def split_data(model_space):
     return X[tr], y[tr], X[va], y[va], X[te], y[te]
 
 
-@pytest.mark.parametrize("method", ["none", "smote", "cwgan_gp"])
+@pytest.mark.parametrize("method", METHODS)
 def test_every_method_fits_and_scores_real_rows_only(split_data, method):
     X_tr, y_tr, X_va, y_va, X_te, y_te = split_data
     config = load_config(
@@ -41,7 +42,12 @@ def test_every_method_fits_and_scores_real_rows_only(split_data, method):
     metrics = compute_metrics(y_te, scores)
     assert 0 < metrics["auprc"] <= 1 and 0.5 < metrics["roc_auc"] <= 1
     if sampler is not None:
-        assert sampler.sampling_strategy_[1] > 0
+        X_res, _ = make_sampler(
+            method, config.evaluation, random_state=1, gan=config.gan
+        ).fit_resample(X_tr, y_tr)
+        assert resampled_size(pipe) == len(X_res) != len(y_tr)
+    else:
+        assert resampled_size(pipe) == len(y_tr)
 
 
 def test_unknown_method():
