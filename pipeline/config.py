@@ -9,33 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.errors import ConfigError
 
-METHODS = (
-    "none",
-    "class_weight",
-    "random_over",
-    "smote",
-    "borderline_smote",
-    "adasyn",
-    "smote_tomek",
-    "smote_enn",
-    "cwgan_gp",
-)
-"""Detector methods, in report order."""
-SMOTE_FAMILY = (
-    "random_over",
-    "smote",
-    "borderline_smote",
-    "adasyn",
-    "smote_tomek",
-    "smote_enn",
-)
-"""The imbalanced-learn baselines the GAN is compared with."""
 Method = Literal[
     "none",
     "class_weight",
@@ -47,6 +26,17 @@ Method = Literal[
     "smote_enn",
     "cwgan_gp",
 ]
+METHODS: tuple[str, ...] = get_args(Method)
+"""Detector methods, in report order."""
+SMOTE_FAMILY = (
+    "random_over",
+    "smote",
+    "borderline_smote",
+    "adasyn",
+    "smote_tomek",
+    "smote_enn",
+)
+"""The imbalanced-learn baselines the GAN is compared with."""
 
 PROFILES = ("smoke", "default", "full")
 
