@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
 
     import tensorflow as tf
-    from imblearn.over_sampling import SMOTE
 
     from pipeline.config import load_config, run_seeds
+    from pipeline.detect import make_sampler
     from pipeline.fidelity import compute_fidelity
     from pipeline.gan.trainer import generate_rows, train_cwgan_gp, training_device
     from pipeline.ingest import read_transactions
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
     y = {s: frame["Class"].to_numpy()[r] for s, r in rows.items()}
     frauds = {s: X[s][y[s] == 1] for s in X}
 
-    smote = SMOTE(sampling_strategy=base.evaluation.sampling_strategy, random_state=0)
+    smote = make_sampler("smote", base.evaluation, random_state=0)
     X_res, _ = smote.fit_resample(X["train"], y["train"])
     n_synthetic = len(X_res) - len(y["train"])
     result: dict = {

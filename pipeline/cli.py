@@ -66,7 +66,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
 
-    load_config(args.profile, seed=args.seed)  # a bad profile fails before Prefect
+    overrides = {"split": {"mode": args.split_mode}} if args.split_mode else None
+    # A bad profile or override fails here, before Prefect starts.
+    load_config(args.profile, seed=args.seed, overrides=overrides)
     data = Path(args.data)
     if not data.exists():
         hint = " (run `fraudaug fetch-data` first)" if args.data == DEFAULT_DATA else ""
@@ -75,8 +77,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ.setdefault(key, value)
     from flows.fraud_flow import fraud_augmentation
 
-    overrides = {"split": {"mode": args.split_mode}} if args.split_mode else None
-    load_config(args.profile, seed=args.seed, overrides=overrides)
     result = fraud_augmentation(
         data_path=str(data),
         profile=args.profile,

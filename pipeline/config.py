@@ -187,15 +187,7 @@ _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "gan": {"steps": 300},
         "detector": {"n_estimators": 200},
         "evaluation": {
-            "methods": [
-                "none",
-                "class_weight",
-                "random_over",
-                "smote",
-                "borderline_smote",
-                "adasyn",
-                "cwgan_gp",
-            ],
+            "methods": [m for m in METHODS if m not in ("smote_tomek", "smote_enn")],
             "n_bootstrap": 50,
         },
     },

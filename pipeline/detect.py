@@ -61,8 +61,9 @@ def make_sampler(
         return None
     if method == "random_over":
         return RandomOverSampler(sampling_strategy=strategy, random_state=seed)
+    smote = SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
     if method == "smote":
-        return SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
+        return smote
     if method == "borderline_smote":
         return BorderlineSMOTE(
             sampling_strategy=strategy, k_neighbors=k, random_state=seed
@@ -72,14 +73,14 @@ def make_sampler(
     if method == "smote_tomek":
         return SMOTETomek(
             sampling_strategy=strategy,
-            smote=SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed),
+            smote=smote,
             tomek=TomekLinks(n_jobs=evaluation.n_jobs),
             random_state=seed,
         )
     if method == "smote_enn":
         return SMOTEENN(
             sampling_strategy=strategy,
-            smote=SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed),
+            smote=smote,
             enn=EditedNearestNeighbours(n_jobs=evaluation.n_jobs),
             random_state=seed,
         )
@@ -87,8 +88,8 @@ def make_sampler(
         from pipeline.gan.sampler import GANOverSampler  # imports TensorFlow
 
         return GANOverSampler(
-            sampling_strategy=evaluation.sampling_strategy,
-            random_state=random_state % 2**31,
+            sampling_strategy=strategy,
+            random_state=seed,
             gan_params=gan.model_dump() if gan else None,
             pretrained=str(gan_dir) if gan_dir else None,
         )

@@ -311,19 +311,14 @@ def stage_fidelity(
 ) -> dict[str, Any]:
     """Fidelity of the split's synthetic fraud rows (GAN and SMOTE, same number of
     rows) against the real test frauds, with the real-vs-real floor."""
-    from imblearn.over_sampling import SMOTE
-
+    from pipeline.detect import make_sampler
     from pipeline.fidelity import compute_fidelity
 
     data = load_split_data(frame_path, splits_path, transformer_path, split)
     X, y = data["train"]["X"], data["train"]["y"]
     train_frauds = X[y == 1]
     test_frauds = data["test"]["X"][data["test"]["y"] == 1]
-    smote = SMOTE(
-        sampling_strategy=config.evaluation.sampling_strategy,
-        k_neighbors=config.evaluation.smote_k_neighbors,
-        random_state=sampler_seed % 2**31,
-    )
+    smote = make_sampler("smote", config.evaluation, random_state=sampler_seed)
     X_res, _ = smote.fit_resample(X, y)
     synthetic = {"smote": X_res[len(y) :]}
     if gan_dir is not None:
