@@ -10,9 +10,9 @@ from imblearn import FunctionSampler
 from imblearn.combine import SMOTEENN, SMOTETomek
 from imblearn.over_sampling import ADASYN, SMOTE, BorderlineSMOTE, RandomOverSampler
 from imblearn.pipeline import Pipeline
-from imblearn.under_sampling import EditedNearestNeighbours, TomekLinks
 from xgboost import XGBClassifier
 
+from pipeline.cleaning import FastEditedNearestNeighbours, FastTomekLinks
 from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
 from pipeline.errors import ConfigError
 
@@ -74,14 +74,19 @@ def make_sampler(
         return SMOTETomek(
             sampling_strategy=strategy,
             smote=smote,
-            tomek=TomekLinks(n_jobs=evaluation.n_jobs),
+            # imbalanced-learn's defaults (clean every class), exact but ~3.5x faster
+            tomek=FastTomekLinks(
+                sampling_strategy="all", n_jobs=evaluation.n_jobs, random_state=seed
+            ),
             random_state=seed,
         )
     if method == "smote_enn":
         return SMOTEENN(
             sampling_strategy=strategy,
             smote=smote,
-            enn=EditedNearestNeighbours(n_jobs=evaluation.n_jobs),
+            enn=FastEditedNearestNeighbours(
+                sampling_strategy="all", n_jobs=evaluation.n_jobs, random_state=seed
+            ),
             random_state=seed,
         )
     if method == "cwgan_gp":

@@ -1,0 +1,74 @@
+"""The fast Tomek/ENN cleaners must keep exactly the rows imbalanced-learn keeps."""
+
+import numpy as np
+import pytest
+from imblearn.over_sampling import SMOTE
+from imblearn.under_sampling import EditedNearestNeighbours, TomekLinks
+
+from pipeline import cleaning
+from pipeline.cleaning import FastEditedNearestNeighbours, FastTomekLinks
+from pipeline.ingest import read_transactions
+from pipeline.preprocess import TabularTransformer
+
+
+@pytest.fixture(scope="module")
+def smote_rows(sample_path):
+    """The real sample in model space after SMOTE, as the combined samplers see it."""
+    frame, _ = read_transactions(sample_path)
+    X = TabularTransformer().fit(frame).transform(frame)
+    y = frame["Class"].to_numpy(np.int64)
+    return SMOTE(sampling_strategy=0.1, random_state=0).fit_resample(X, y)
+
+
+def _pairs(strategy):
+    return [
+        (FastTomekLinks(sampling_strategy=strategy, random_state=1),
+         TomekLinks(sampling_strategy=strategy)),
+        (FastEditedNearestNeighbours(sampling_strategy=strategy, random_state=1),
+         EditedNearestNeighbours(sampling_strategy=strategy)),
+        (FastEditedNearestNeighbours(sampling_strategy=strategy, kind_sel="mode"),
+         EditedNearestNeighbours(sampling_strategy=strategy, kind_sel="mode")),
+    ]
+
+
+@pytest.mark.parametrize("subset", [20_000, 300])
+@pytest.mark.parametrize("strategy", ["all", "auto"])
+def test_same_rows_as_imblearn_on_real_data(smote_rows, monkeypatch, subset, strategy):
+    X, y = smote_rows
+    # A small subset makes the distance bound loose: more candidates, same answer.
+    monkeypatch.setattr(cleaning, "_BOUND_SUBSET", subset)
+    for fast, reference in _pairs(strategy):
+        fast.fit_resample(X, y)
+        reference.fit_resample(X, y)
+        np.testing.assert_array_equal(fast.sample_indices_, reference.sample_indices_)
+    # Something was cleaned, so the comparison is not vacuous.
+    assert len(fast.sample_indices_) < len(y)
+
+
+def test_same_rows_with_duplicates_and_three_classes(monkeypatch):
+    monkeypatch.setattr(cleaning, "_BOUND_SUBSET", 50)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 4))
+    X[300:340] = X[:40]  # exact duplicates
+    X = np.round(X, 1)  # many tied distances
+    y = rng.choice(3, size=600, p=[0.7, 0.2, 0.1])
+    for strategy in ["all", "auto", "not majority"]:
+        for fast, reference in _pairs(strategy):
+            fast.fit_resample(X, y)
+            reference.fit_resample(X, y)
+            np.testing.assert_array_equal(
+                np.sort(fast.sample_indices_), np.sort(reference.sample_indices_)
+            )
+
+
+def test_mixed_neighbourhood_rows_never_misses_a_mixed_row():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3))
+    y = (rng.random(400) < 0.15).astype(int)
+    candidates = set(cleaning.mixed_neighbourhood_rows(X, y, [0, 1], 3, random_state=0))
+    from sklearn.neighbors import NearestNeighbors
+
+    hood = NearestNeighbors(n_neighbors=4).fit(X).kneighbors(X, return_distance=False)
+    mixed = {i for i in range(len(y)) if (y[hood[i]] != y[i]).any()}
+    assert mixed <= candidates
+    assert len(candidates) < len(y)
