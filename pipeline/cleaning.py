@@ -143,4 +143,7 @@ class FastEditedNearestNeighbours(EditedNearestNeighbours):
         self.sample_indices_ = np.concatenate(
             [np.flatnonzero(keep & (y == c)) for c in np.unique(y)]
         )
-        return _safe_indexing(X, self.sample_indices_), _safe_indexing(y, self.sample_indices_)
+        return (
+            _safe_indexing(X, self.sample_indices_),
+            _safe_indexing(y, self.sample_indices_),
+        )

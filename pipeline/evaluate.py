@@ -308,11 +308,16 @@ def curve_points(
 
     Returns
     -------
-    ``{"pr": {method: {split: {"x": recall, "y": precision}}}, "roc": {...}}``
+    ``{"pr": {method: {split: {"x": recall, "y": precision}}}, "roc": {...},
+    "pr_mean": {method: {"x", "y"}}, "roc_mean": {...}}``. The mean curves average
+    over splits on a shared grid: interpolated precision (the best precision at
+    recall >= r) against recall, and true-positive rate against false-positive rate.
     """
     from sklearn.metrics import precision_recall_curve, roc_curve
 
-    curves: dict = {"pr": {}, "roc": {}}
+    curves: dict = {"pr": {}, "roc": {}, "pr_mean": {}, "roc_mean": {}}
+    grid = np.linspace(0.0, 1.0, 101)
+    stacks: dict = {"pr_mean": {}, "roc_mean": {}}
     chosen = predictions[predictions["subset"] == subset]
     for (method, split), group in chosen.groupby(["method", "split"], sort=False):
         y = labels[group["row"].to_numpy()]
@@ -323,4 +328,18 @@ def curve_points(
         fx, fy = _thin(fpr, tpr, n_points)
         curves["pr"].setdefault(method, {})[int(split)] = {"x": rx, "y": ry}
         curves["roc"].setdefault(method, {})[int(split)] = {"x": fx, "y": fy}
+        # Interpolated precision: the best precision at any recall >= r.
+        rev_recall, rev_precision = recall[::-1], precision[::-1]  # recall ascending
+        suffix_best = np.maximum.accumulate(rev_precision[::-1])[::-1]
+        at = np.searchsorted(rev_recall, grid, side="left")
+        interp = suffix_best[np.minimum(at, len(suffix_best) - 1)]
+        stacks["pr_mean"].setdefault(method, []).append(interp)
+        stacks["roc_mean"].setdefault(method, []).append(np.interp(grid, fpr, tpr))
+    for kind, per_method in stacks.items():
+        for method, rows in per_method.items():
+            curves[kind][method] = {
+                "x": grid.tolist(),
+                "y": np.mean(rows, axis=0).round(5).tolist(),
+                "n_splits": len(rows),
+            }
     return curves

@@ -1,33 +1,40 @@
-"""Render results (plain dicts) into self-contained HTML: inline CSS and SVG, no
-scripts from anywhere, no network requests. Never touches models.
+"""Render results (plain dicts) into self-contained HTML: inline CSS, SVG and one
+small inline script (allowed by hash in the page's Content-Security-Policy), no
+network requests of any kind. Never touches models.
 
-Every data-derived string goes through Jinja2's autoescaping; the SVG helpers escape
-what they embed themselves.
+Every data-derived string goes through Jinja2's autoescaping; the SVG helpers in
+:mod:`pipeline.charts` escape what they embed themselves. The page is complete
+without JavaScript; the script only adds hover values and method toggles.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 from collections.abc import Sequence
+from datetime import datetime
+from importlib import resources
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
+from pipeline import charts
 from pipeline.evaluate import METRICS
 
-PALETTE = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#ff7f0e",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#7f7f7f",
-)
+# Report colours for the fidelity sources that are not methods.
+REAL_COLOUR = "#333333"
+
+
+def _script() -> tuple[Markup, Markup]:
+    """The inline script and its CSP source expression (``'sha256-...'``)."""
+    text = (
+        resources.files("pipeline").joinpath("templates/report.js").read_text("utf-8")
+    )
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+    return Markup(text), Markup(f"'sha256-{digest}'")
 
 
 def _env() -> Environment:
@@ -40,7 +47,10 @@ def _env() -> Environment:
     )
     env.filters["num"] = _num
     env.filters["ci"] = _ci
+    env.filters["signed"] = lambda v, d=4: "–" if v is None else f"{v:+.{d}f}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True)
+    script, csp = _script()
+    env.globals.update(script=script, script_csp=csp)
     return env
 
 
@@ -49,168 +59,245 @@ def _num(value: Any, digits: int = 4) -> str:
         return "–"
     if isinstance(value, int):
         return f"{value:,}"
-    return f"{value:.{digits}f}"
+    return f"{value:,.{digits}f}" if abs(value) >= 1000 else f"{value:.{digits}f}"
 
 
 def _ci(interval: Sequence[float] | None, digits: int = 4) -> str:
     if not interval:
         return "n/a (one split)"
-    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
-
-
-def _tick(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
-
-
-def method_colours(methods: Sequence[str]) -> dict[str, str]:
-    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
-
-
-def svg_line_chart(
-    series: Sequence[dict[str, Any]],
-    *,
-    title: str,
-    x_label: str,
-    y_label: str,
-    x_range: tuple[float, float] | None = None,
-    y_range: tuple[float, float] | None = None,
-    width: int = 460,
-    height: int = 320,
-    diagonal: bool = False,
-) -> Markup:
-    """An inline SVG line chart; each series is ``{"name", "x", "y", "colour"}``.
-
-    Each line carries a ``<title>`` so hovering shows its name in any browser,
-    with no script.
-    """
-    left, right, top, bottom = 56, 16, 28, 44
-    pw, ph = width - left - right, height - top - bottom
-    xs = [v for s in series for v in s["x"]]
-    ys = [v for s in series for v in s["y"] if v is not None and math.isfinite(v)]
-    x0, x1 = x_range or ((min(xs), max(xs)) if xs else (0.0, 1.0))
-    y0, y1 = y_range or ((min(ys), max(ys)) if ys else (0.0, 1.0))
-    if x1 == x0:
-        x1 = x0 + 1.0
-    if y1 == y0:
-        y1 = y0 + 1.0
-
-    def px(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * pw
-
-    def py(y: float) -> float:
-        return top + ph - (y - y0) / (y1 - y0) * ph
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
-        'class="chart">',
-        f'<text x="{left}" y="18" class="chart-title">{escape(title)}</text>',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>',
-    ]
-    for i in range(5):
-        fx = x0 + (x1 - x0) * i / 4
-        fy = y0 + (y1 - y0) * i / 4
-        parts.append(
-            f'<line x1="{px(fx):.1f}" y1="{top}" x2="{px(fx):.1f}" y2="{top + ph}" '
-            'class="grid"/>'
-            f'<text x="{px(fx):.1f}" y="{top + ph + 16}" class="tick" '
-            f'text-anchor="middle">{_tick(fx)}</text>'
-            f'<line x1="{left}" y1="{py(fy):.1f}" x2="{left + pw}" y2="{py(fy):.1f}" '
-            'class="grid"/>'
-            f'<text x="{left - 6}" y="{py(fy) + 4:.1f}" class="tick" '
-            f'text-anchor="end">{_tick(fy)}</text>'
-        )
-    if diagonal:
-        parts.append(
-            f'<line x1="{px(x0):.1f}" y1="{py(y0):.1f}" x2="{px(x1):.1f}" '
-            f'y2="{py(y1):.1f}" class="diagonal"/>'
-        )
-    for s in series:
-        points = " ".join(
-            f"{px(x):.1f},{py(y):.1f}"
-            for x, y in zip(s["x"], s["y"], strict=True)
-            if y is not None and math.isfinite(y)
-        )
-        parts.append(
-            f'<polyline points="{points}" fill="none" stroke="{escape(s["colour"])}" '
-            f'stroke-width="1.8"><title>{escape(s["name"])}</title></polyline>'
-        )
-    for i, s in enumerate(series):
-        ly = top + 14 + 16 * i
-        parts.append(
-            f'<line x1="{left + pw - 120}" y1="{ly - 4}" x2="{left + pw - 104}" '
-            f'y2="{ly - 4}" stroke="{escape(s["colour"])}" stroke-width="3"/>'
-            f'<text x="{left + pw - 98}" y="{ly}" class="legend">'
-            f"{escape(s['name'])}</text>"
-        )
-    parts.append(
-        f'<text x="{left + pw / 2}" y="{height - 6}" class="axis" '
-        f'text-anchor="middle">{escape(x_label)}</text>'
-        f'<text x="14" y="{top + ph / 2}" class="axis" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top + ph / 2})">{escape(y_label)}</text></svg>'
-    )
-    return Markup("".join(parts))
+    return f"[{_num(interval[0], digits)}, {_num(interval[1], digits)}]"
 
 
 def _curve_charts(metrics: dict, curves: dict, split: int) -> list[Markup]:
-    colours = method_colours(metrics["methods"])
-    charts = []
+    colours = charts.colours(metrics["methods"])
+    out = []
     for kind, title, xl, yl, diag in (
-        ("pr", "Precision–recall (test rows)", "recall", "precision", False),
-        ("roc", "ROC (test rows)", "false positive rate", "true positive rate", True),
+        ("pr", "Precision–recall", "recall", "precision", False),
+        ("roc", "ROC", "false positive rate", "true positive rate", True),
     ):
-        series = [
-            {
-                "name": method,
-                "colour": colours[method],
-                **curves[kind][method][split],
-            }
-            for method in metrics["methods"]
-            if split in curves.get(kind, {}).get(method, {})
-        ]
-        charts.append(
-            svg_line_chart(
-                series,
-                title=f"{title}, split {split}",
-                x_label=xl,
-                y_label=yl,
-                x_range=(0.0, 1.0),
-                y_range=(0.0, 1.0),
-                diagonal=diag,
+        views = [(f"{title}, split {split} (test rows)", curves.get(kind, {}), True)]
+        if metrics["n_splits"] > 1:
+            views.append(
+                (
+                    f"{title}, mean of {metrics['n_splits']} splits",
+                    curves.get(f"{kind}_mean", {}),
+                    False,
+                )
+            )
+        for chart_title, source, per_split in views:
+            series = []
+            for method in metrics["methods"]:
+                points = source.get(method, {})
+                points = points.get(split) if per_split else points
+                if points:
+                    series.append(
+                        {
+                            "name": method,
+                            "colour": colours[method],
+                            "x": points["x"],
+                            "y": points["y"],
+                        }
+                    )
+            out.append(
+                charts.line_chart(
+                    series,
+                    title=chart_title,
+                    x_label=xl,
+                    y_label=yl,
+                    x_range=(0.0, 1.0),
+                    y_range=(0.0, 1.0),
+                    diagonal=diag,
+                )
+            )
+    return out
+
+
+def _summary_charts(metrics: dict) -> list[Markup]:
+    colours = charts.colours(metrics["methods"])
+    per_split: dict[tuple[str, str], list[float]] = {}
+    for r in metrics["results"]:
+        for key in METRICS:
+            per_split.setdefault((r["method"], key), []).append(r.get(key))
+    out = []
+    diffs = [
+        c
+        for c in metrics.get("comparison", {}).get("comparisons", [])
+        if c["baseline"] == "none"
+    ]
+    if diffs:
+        out.append(
+            charts.interval_chart(
+                [
+                    {
+                        "name": c["method"],
+                        "mean": c["mean_diff"],
+                        "ci": c.get("ci95"),
+                        "points": c.get("per_split", []),
+                        "colour": colours.get(c["method"], "#555"),
+                        "note": (
+                            f"Wilcoxon p = {c['p_wilcoxon']:.2f}"
+                            if c.get("p_wilcoxon") is not None
+                            else None
+                        ),
+                    }
+                    for c in diffs
+                ],
+                title="Paired Δ AUPRC vs none (mean, 95 % CI, splits)",
+                x_label="AUPRC difference to no resampling (right of 0 = better)",
+                reference=0.0,
+                width=560,
             )
         )
-    return charts
+    for key, title, label, digits in (
+        ("auprc", "Test AUPRC (mean, 95 % CI, splits)", "AUPRC", 3),
+        ("recall_at_precision_90", "Recall at precision 0.90", "recall", 3),
+        (
+            "net_savings",
+            "Net savings at the validation-chosen threshold",
+            "amount saved",
+            0,
+        ),
+    ):
+        out.append(
+            charts.interval_chart(
+                [
+                    {
+                        "name": s["method"],
+                        "mean": s.get(f"{key}_mean"),
+                        "ci": s.get(f"{key}_ci95"),
+                        "points": per_split.get((s["method"], key), []),
+                        "colour": colours.get(s["method"], "#555"),
+                    }
+                    for s in metrics["summary"]
+                    if s.get(f"{key}_mean") is not None
+                ],
+                title=title,
+                x_label=label,
+                digits=digits,
+                width=560 if key == "auprc" else 460,
+            )
+        )
+    return out
 
 
-def _gan_charts(histories: dict[int, list[dict]]) -> list[Markup]:
+def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]:
     if not histories:
         return []
     split = min(histories)
     history = histories[split]
     steps = [h["step"] for h in history]
-    charts = []
+    out = []
     for keys, title in (
-        (("critic_loss", "generator_loss"), "Losses"),
-        (("wasserstein", "gradient_penalty"), "Wasserstein estimate and GP"),
+        (("critic_loss", "generator_loss"), "losses"),
+        (
+            ("wasserstein", "gradient_penalty"),
+            "W estimate and GP",
+        ),
     ):
-        series = [
-            {
-                "name": key.replace("_", " "),
-                "colour": PALETTE[i],
-                "x": steps,
-                "y": [h.get(key) for h in history],
-            }
-            for i, key in enumerate(keys)
-        ]
-        charts.append(
-            svg_line_chart(
-                series,
-                title=f"GAN training, split {split}: {title}",
+        out.append(
+            charts.line_chart(
+                [
+                    {
+                        "name": k.replace("_", " "),
+                        "colour": charts.PALETTE[i],
+                        "x": steps,
+                        "y": [h.get(k) for h in history],
+                    }
+                    for i, k in enumerate(keys)
+                ],
+                title=f"GAN split {split}: {title}",
                 x_label="generator step",
                 y_label="value",
             )
         )
-    return charts
+    splits = sorted(histories)
+    palette = charts.colours([f"split {s}" for s in splits])
+    selection = {g["split"]: g.get("selection") or [] for g in metrics["gan"]["splits"]}
+    if any(selection.values()):
+        out.append(
+            charts.line_chart(
+                [
+                    {
+                        "name": f"split {s}",
+                        "colour": palette[f"split {s}"],
+                        "x": [p["step"] for p in selection.get(s, [])],
+                        "y": [p["c2st_auc"] for p in selection.get(s, [])],
+                    }
+                    for s in splits
+                    if selection.get(s)
+                ],
+                title="Validation C2ST while training (0.5 = ideal)",
+                x_label="generator step",
+                y_label="C2ST AUC",
+            )
+        )
+    out.append(
+        charts.line_chart(
+            [
+                {
+                    "name": f"split {s}",
+                    "colour": palette[f"split {s}"],
+                    "x": [h["step"] for h in histories[s]],
+                    "y": [h.get("nonfinite_steps", 0) for h in histories[s]],
+                }
+                for s in splits
+            ],
+            title="Non-finite updates skipped (cumulative)",
+            x_label="generator step",
+            y_label="skipped updates",
+        )
+    )
+    return out
+
+
+def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
+    views = metrics.get("fidelity", {}).get("views")
+    if not views:
+        return [], []
+    method_colours = charts.colours(metrics["methods"])
+    source_colour = {"real": REAL_COLOUR, **method_colours}
+    label = {"real": f"real test frauds (n={views['n_real']})"}
+    histograms = []
+    for feature, h in views["histograms"].items():
+        series = []
+        for source, density in h["density"].items():
+            x, y = charts.step_series(h["edges"], density)
+            name = label.get(source, f"{source} (n={h['n'][source]:,})")
+            series.append(
+                {
+                    "name": name,
+                    "colour": source_colour.get(source, "#555"),
+                    "x": x,
+                    "y": y,
+                    "dash": source != "real",
+                }
+            )
+        histograms.append(
+            charts.line_chart(
+                series,
+                title=f"{feature}: real vs synthetic frauds",
+                x_label=feature
+                + (
+                    " (currency units)"
+                    if feature == "Amount"
+                    else " (seconds)"
+                    if feature == "Time"
+                    else ""
+                ),
+                y_label="density",
+                width=360,
+                height=250,
+            )
+        )
+    heatmaps = [
+        charts.heatmap(
+            matrix,
+            views["features"],
+            title=f"{source}: correlation minus real frauds' correlation",
+        )
+        for source, matrix in views["corr_diff"].items()
+    ]
+    return histograms, heatmaps
 
 
 def _best(summary: list[dict], key: str) -> str | None:
@@ -237,27 +324,41 @@ def render_report(
     histories = histories or {}
     split = min((r["split"] for r in metrics["results"]), default=0)
     summary = metrics["summary"]
+    histogram_charts, heatmap_charts = _fidelity_charts(metrics)
     return (
         _env()
         .get_template("report.html.j2")
         .render(
             m=metrics,
             summary=summary,
+            chosen_split=split,
             best={k: _best(summary, f"{k}_mean") for k in METRICS},
             diffs_vs_none={
                 c["method"]: c
                 for c in metrics.get("comparison", {}).get("comparisons", [])
                 if c["baseline"] == "none"
             },
+            summary_charts=_summary_charts(metrics),
             curve_charts=_curve_charts(metrics, curves, split),
-            gan_charts=_gan_charts(histories),
-            colours=method_colours(metrics["methods"]),
+            gan_charts=_gan_charts(metrics, histories),
+            histogram_charts=histogram_charts,
+            heatmap_charts=heatmap_charts,
+            colours=charts.colours(metrics["methods"]),
+            environment=metrics.get("environment", {}),
         )
     )
 
 
+def _date(run_id: str) -> str:
+    try:
+        return datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").strftime("%m-%d %H:%M")
+    except ValueError:
+        return run_id[:12]
+
+
 def render_index(runs: list[dict[str, Any]]) -> str:
-    """``reports/index.html``: every run, newest first, with its headline numbers."""
+    """``reports/index.html``: every run, newest first, with its headline numbers and
+    a chart of mean test AUPRC per method over the runs (a drifting model shows)."""
     methods: list[str] = []
     for run in runs:
         for method in run.get("methods", []):
@@ -266,16 +367,21 @@ def render_index(runs: list[dict[str, Any]]) -> str:
     rows = []
     for run in runs:
         means = {s["method"]: s.get("auprc_mean") for s in run.get("summary", [])}
-        rows.append({"run": run, "auprc": means})
+        best = (
+            max(means, key=lambda k: means[k] if means[k] is not None else -1)
+            if means
+            else None
+        )
+        rows.append({"run": run, "auprc": means, "best": best})
     chronological = sorted(runs, key=lambda r: r.get("run_id", ""))
-    colours = method_colours(methods)
+    colours = charts.colours(methods)
     series = []
     for method in methods:
         points = [
             (i, s["auprc_mean"])
             for i, run in enumerate(chronological)
             for s in run.get("summary", [])
-            if s["method"] == method
+            if s["method"] == method and s.get("auprc_mean") is not None
         ]
         if points:
             series.append(
@@ -286,19 +392,26 @@ def render_index(runs: list[dict[str, Any]]) -> str:
                     "y": [p[1] for p in points],
                 }
             )
+    every = max(1, len(chronological) // 8)
     chart = (
-        svg_line_chart(
+        charts.line_chart(
             series,
             title="Mean test AUPRC per method, run by run (oldest left)",
-            x_label="run (chronological)",
+            x_label="run started (UTC)",
             y_label="AUPRC",
-            width=720,
+            width=760,
+            height=340,
+            x_ticks=[
+                (i, _date(r.get("run_id", "")))
+                for i, r in enumerate(chronological)
+                if i % every == 0
+            ],
         )
-        if len(chronological) > 1
+        if chronological
         else None
     )
     return (
         _env()
         .get_template("index.html.j2")
-        .render(rows=rows, methods=methods, chart=chart)
+        .render(rows=rows, methods=methods, chart=chart, colours=colours)
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import platform
 import secrets
 import shutil
 import time
@@ -21,8 +22,10 @@ import numpy as np
 import pandas as pd
 
 from pipeline.artifacts import (
+    git_commit,
     load_json,
     load_parquet,
+    package_versions,
     save_json,
     save_parquet,
     save_text,
@@ -321,6 +324,7 @@ def stage_fidelity(
     smote = make_sampler("smote", config.evaluation, random_state=sampler_seed)
     X_res, _ = smote.fit_resample(X, y)
     synthetic = {"smote": X_res[len(y) :]}
+    result: dict[str, Any] = {"split": split}
     if gan_dir is not None:
         from pipeline.gan.trainer import generate_rows, load_gan
 
@@ -331,10 +335,14 @@ def stage_fidelity(
             latent_dim=gan.latent_dim,
             random_state=sampler_seed,
         )
+    if split == 0:  # the split the report draws
+        from pipeline.fidelity import fidelity_views
+
+        transformer = TabularTransformer.from_dict(load_json(transformer_path))
+        result["views"] = fidelity_views(synthetic, test_frauds, transformer)
     # The floor: real training frauds judged the same way (DCR is 0 for them by
     # construction, so only the distribution metrics are meaningful).
     synthetic["real_train"] = train_frauds
-    result = {"split": split}
     for name, rows in synthetic.items():
         result[name] = compute_fidelity(
             rows, test_frauds, train_frauds, random_state=sampler_seed
@@ -343,7 +351,9 @@ def stage_fidelity(
         "split %d fidelity: C2ST %s",
         split,
         ", ".join(
-            f"{k} {v['c2st_auc']:.3f}" for k, v in result.items() if k != "split"
+            f"{k} {v['c2st_auc']:.3f}"
+            for k, v in result.items()
+            if k not in ("split", "views")
         ),
     )
     return result
@@ -353,8 +363,9 @@ def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
     """``{source: {metric: mean over splits, "per_split": [...]}}``."""
     from pipeline.fidelity import FIDELITY_METRICS
 
-    sources = [k for k in (per_split[0] if per_split else {}) if k != "split"]
-    out = {}
+    first = per_split[0] if per_split else {}
+    sources = [k for k in first if k not in ("split", "views")]
+    out: dict[str, Any] = {"views": first["views"]} if "views" in first else {}
     for source in sources:
         records = [{"split": s["split"], **s[source]} for s in per_split]
         out[source] = {
@@ -570,6 +581,12 @@ def stage_report(
         },
         "fidelity": summarise_fidelity(sorted(fidelity, key=lambda f: f["split"])),
         "config": config.model_dump(mode="json"),
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "package_versions": package_versions(),
+            "git_commit": git_commit(),
+        },
     }
     save_json(run_dir / METRICS_FILE, metrics)
     histories = {

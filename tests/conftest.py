@@ -53,3 +53,32 @@ def model_space(demo_frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
     transformer = TabularTransformer().fit(demo_frame)
     return transformer.transform(demo_frame), demo_frame["Class"].to_numpy(np.int64)
+
+
+FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
+
+
+@pytest.fixture(scope="session")
+def harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session")
+def finished_run(harness, sample_path, tmp_path_factory):
+    """One real smoke run of the flow on the 20k-row sample (fast GAN and trees)."""
+    from flows.fraud_flow import fraud_augmentation
+
+    reports = tmp_path_factory.mktemp("reports")
+    cache = tmp_path_factory.mktemp("cache")
+    overrides = {**FAST, "data": {"cache_dir": str(cache)}}
+    result = fraud_augmentation(
+        data_path=str(sample_path),
+        profile="smoke",
+        seed=0,
+        reports_dir=str(reports),
+        overrides=overrides,
+    )
+    return result, reports

@@ -22,12 +22,18 @@ def smote_rows(sample_path):
 
 def _pairs(strategy):
     return [
-        (FastTomekLinks(sampling_strategy=strategy, random_state=1),
-         TomekLinks(sampling_strategy=strategy)),
-        (FastEditedNearestNeighbours(sampling_strategy=strategy, random_state=1),
-         EditedNearestNeighbours(sampling_strategy=strategy)),
-        (FastEditedNearestNeighbours(sampling_strategy=strategy, kind_sel="mode"),
-         EditedNearestNeighbours(sampling_strategy=strategy, kind_sel="mode")),
+        (
+            FastTomekLinks(sampling_strategy=strategy, random_state=1),
+            TomekLinks(sampling_strategy=strategy),
+        ),
+        (
+            FastEditedNearestNeighbours(sampling_strategy=strategy, random_state=1),
+            EditedNearestNeighbours(sampling_strategy=strategy),
+        ),
+        (
+            FastEditedNearestNeighbours(sampling_strategy=strategy, kind_sel="mode"),
+            EditedNearestNeighbours(sampling_strategy=strategy, kind_sel="mode"),
+        ),
     ]
 
 

@@ -97,3 +97,40 @@ def test_headline_says_plainly_when_nothing_beats_none():
     )
     single = compare_methods(_results([0.05]), ("smote",))
     assert single["headline"].startswith("One split only")
+
+
+def test_mean_curves_average_interpolated_precision_over_splits():
+    import pandas as pd
+    from sklearn.metrics import precision_recall_curve, roc_curve
+
+    from pipeline.evaluate import curve_points
+
+    rng = np.random.default_rng(0)
+    labels = (rng.random(1000) < 0.1).astype(int)
+    parts, expected_pr, expected_roc = [], [], []
+    grid = np.linspace(0, 1, 101)
+    for split, rows in enumerate(np.split(np.arange(1000), 2)):
+        score = labels[rows] * rng.random(500) + rng.random(500) * 0.8
+        parts.append(
+            pd.DataFrame(
+                {
+                    "split": split,
+                    "method": "m",
+                    "subset": "test",
+                    "row": rows,
+                    "score": score,
+                }
+            )
+        )
+        p, r, _ = precision_recall_curve(labels[rows], score)
+        expected_pr.append([p[r >= g].max() for g in grid])
+        fpr, tpr, _ = roc_curve(labels[rows], score)
+        expected_roc.append(np.interp(grid, fpr, tpr))
+    curves = curve_points(pd.concat(parts), labels)
+    assert curves["pr_mean"]["m"]["n_splits"] == 2
+    np.testing.assert_allclose(
+        curves["pr_mean"]["m"]["y"], np.mean(expected_pr, 0), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        curves["roc_mean"]["m"]["y"], np.mean(expected_roc, 0), atol=1e-5
+    )

@@ -51,3 +51,40 @@ def test_copies_are_flagged_as_near_copies(gaussians):
         "dcr_median",
         "near_copy_share",
     }
+
+
+def test_histograms_share_edges_and_integrate_to_one():
+    from pipeline.fidelity import histograms
+
+    rng = np.random.default_rng(0)
+    h = histograms(
+        {"real": rng.normal(size=500), "gan": rng.normal(1, 2, size=300)}, bins=20
+    )
+    assert len(h["edges"]) == 21 and h["n"] == {"real": 500, "gan": 300}
+    width = h["edges"][1] - h["edges"][0]
+    for density in h["density"].values():
+        # Values beyond the edges are counted in the end bins: nothing is lost.
+        assert abs(sum(density) * width - 1.0) < 1e-9
+
+
+def test_fidelity_views_in_kaggle_units(demo_frame):
+    from pipeline.fidelity import (
+        REPORT_FEATURES,
+        correlation_difference,
+        fidelity_views,
+    )
+    from pipeline.preprocess import TabularTransformer
+
+    transformer = TabularTransformer().fit(demo_frame)
+    X = transformer.transform(demo_frame)
+    frauds = X[demo_frame["Class"].to_numpy() == 1]
+    views = fidelity_views(
+        {"smote": frauds[::-1], "cwgan_gp": frauds}, frauds, transformer
+    )
+    assert list(views["histograms"]) == list(REPORT_FEATURES)
+    amount = views["histograms"]["Amount"]
+    real_amounts = demo_frame.loc[demo_frame["Class"] == 1, "Amount"]
+    assert amount["edges"][0] >= 0 and amount["edges"][-1] <= real_amounts.max() + 1e-6
+    # Identical rows: zero correlation difference everywhere.
+    assert np.abs(np.array(views["corr_diff"]["cwgan_gp"])).max() < 1e-9
+    assert np.allclose(correlation_difference(frauds, frauds), 0)

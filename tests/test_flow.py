@@ -15,33 +15,6 @@ from pipeline.ingest import COLUMNS, read_transactions
 
 pytestmark = pytest.mark.slow
 
-FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
-
-
-@pytest.fixture(scope="module")
-def harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture(scope="module")
-def finished_run(harness, sample_path, tmp_path_factory):
-    from flows.fraud_flow import fraud_augmentation
-
-    reports = tmp_path_factory.mktemp("reports")
-    cache = tmp_path_factory.mktemp("cache")
-    overrides = {**FAST, "data": {"cache_dir": str(cache)}}
-    result = fraud_augmentation(
-        data_path=str(sample_path),
-        profile="smoke",
-        seed=0,
-        reports_dir=str(reports),
-        overrides=overrides,
-    )
-    return result, reports
-
 
 def test_run_writes_the_four_files(finished_run):
     result, reports = finished_run

@@ -76,7 +76,7 @@ def test_report_is_self_contained_and_shows_every_method():
     html = render_report(_metrics(), CURVES)
     for method in ("none", "smote", "cwgan_gp"):
         assert f'data-method="{method}"' in html
-    assert "<script" not in html
+    _check_one_hashed_inline_script(html)
     # No resource from anywhere: no src/href to a URL, no @import, no url().
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
     assert "@import" not in html and "url(" not in html
@@ -85,6 +85,69 @@ def test_report_is_self_contained_and_shows_every_method():
     # smote is +0.02 on every split: the interval excludes 0.
     assert "Beats no resampling: smote vs none: +0.020 AUPRC" in html
     assert "DEMO DATA" not in html
+
+
+def _check_one_hashed_inline_script(html):
+    """One inline script, no src, allowed by its sha256 in the CSP and nothing else."""
+    import base64
+    import hashlib
+
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, flags=re.S)
+    assert len(scripts) == 1
+    attrs, body = scripts[0]
+    assert "src" not in attrs
+    digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+    assert f"script-src 'sha256-{digest}'" in csp.group(1)
+    assert "default-src 'none'" in csp.group(1)
+    assert "unsafe-inline'" not in csp.group(1).split("script-src")[1]
+
+
+def test_report_draws_every_chart_with_three_splits():
+    metrics = _metrics()
+    curves = {
+        **CURVES,
+        **{
+            kind: {
+                m: {"x": [0, 1], "y": [1, 0.5]} for m in ("none", "smote", "cwgan_gp")
+            }
+            for kind in ("pr_mean", "roc_mean")
+        },
+    }
+    grid = [[0.0] * 30 for _ in range(30)]
+    grid[0][1] = 0.4
+    metrics["fidelity"] = {
+        "views": {
+            "features": [f"V{i}" for i in range(30)],
+            "n_real": 98,
+            "histograms": {
+                "V14": {
+                    "edges": [0, 1, 2],
+                    "density": {
+                        "real": [0.5, 0.5],
+                        "cwgan_gp": [1, 0],
+                        "smote": [0, 1],
+                    },
+                    "n": {"real": 98, "cwgan_gp": 50, "smote": 50},
+                },
+            },
+            "corr_diff": {"cwgan_gp": grid, "smote": grid},
+        }
+    }
+    html = render_report(metrics, curves)
+    assert "Precision–recall, mean of 3 splits" in html
+    assert "ROC, mean of 3 splits" in html
+    assert "Paired Δ AUPRC vs none" in html
+    assert "Recall at precision 0.90" in html
+    assert "V14: real vs synthetic frauds" in html
+    assert "real test frauds (n=98)" in html
+    assert html.count('class="chart heatmap"') == 2
+    assert "V0 × V1: +0.40" in html
+    # Toggles exist for every method (shown by the script; hidden without it).
+    for method in ("none", "smote", "cwgan_gp"):
+        assert f'data-toggle="{method}"' in html
+    # Data-derived series names become data attributes, escaped.
+    assert 'data-series="cwgan_gp"' in html
 
 
 def test_demo_banner():

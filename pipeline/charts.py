@@ -1,0 +1,324 @@
+"""Inline SVG charts for the HTML reports: readable with no script at all.
+
+Each chart is drawn server-side as SVG. Marks carry ``<title>`` elements (the
+browser shows them on hover, no script needed) and ``data-series`` attributes; line
+charts also carry their points in data units (``data-xy``) so the report's small
+inline script can show the nearest value under the pointer and hide or show a method
+everywhere at once. Every string embedded here is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+)
+
+
+def colours(names: Sequence[str]) -> dict[str, str]:
+    """One stable colour per name, in order."""
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
+
+
+def tick(value: float, step: float | None = None) -> str:
+    """A tick label with just enough decimals to tell ticks ``step`` apart."""
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if step:
+        digits = max(0, min(6, 1 - math.floor(math.log10(abs(step)))))
+        return f"{value:.{digits}f}"
+    return f"{value:.3g}"
+
+
+def _finite(v: Any) -> bool:
+    return v is not None and isinstance(v, int | float) and math.isfinite(v)
+
+
+def _attr(value: Any) -> str:
+    return str(escape(str(value)))
+
+
+def line_chart(
+    series: Sequence[dict[str, Any]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    x_range: tuple[float, float] | None = None,
+    y_range: tuple[float, float] | None = None,
+    width: int = 460,
+    height: int = 320,
+    diagonal: bool = False,
+    x_ticks: Sequence[tuple[float, str]] | None = None,
+    legend: bool = True,
+) -> Markup:
+    """Lines; each series is ``{"name", "x", "y", "colour"}`` (optional ``"dash"``).
+
+    ``x_ticks`` replaces the numeric x ticks with labelled ones (e.g. dates).
+    """
+    left, right, top, bottom = 56, 16, 28, 44
+    pw, ph = width - left - right, height - top - bottom
+    columns = max(1, pw // 150)
+    legend_rows = math.ceil(len(series) / columns) if legend else 0
+    height += 15 * legend_rows + (6 if legend_rows else 0)
+    xs = [v for s in series for v in s["x"] if _finite(v)]
+    ys = [v for s in series for v in s["y"] if _finite(v)]
+    x0, x1 = x_range or ((min(xs), max(xs)) if xs else (0.0, 1.0))
+    y0, y1 = y_range or ((min(ys), max(ys)) if ys else (0.0, 1.0))
+    if x1 == x0:
+        x0, x1 = x0 - 0.5, x0 + 0.5
+    if y1 == y0:
+        y0, y1 = y0 - 0.5, y0 + 0.5
+
+    def px(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * pw
+
+    def py(y: float) -> float:
+        return top + ph - (y - y0) / (y1 - y0) * ph
+
+    frame = {
+        "x0": x0, "x1": x1, "y0": y0, "y1": y1,
+        "left": left, "top": top, "pw": pw, "ph": ph,
+        "xlabel": x_label, "ylabel": y_label,
+    }  # fmt: skip
+    data_attrs = " ".join(f'data-{k}="{_attr(v)}"' for k, v in frame.items())
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        f'class="chart" {data_attrs}>',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{left}" y="18" class="chart-title">{escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>',
+    ]
+    for i in range(5):
+        fy = y0 + (y1 - y0) * i / 4
+        parts.append(
+            f'<line x1="{left}" y1="{py(fy):.1f}" x2="{left + pw}" y2="{py(fy):.1f}" '
+            f'class="grid"/><text x="{left - 6}" y="{py(fy) + 4:.1f}" class="tick" '
+            f'text-anchor="end">{tick(fy)}</text>'
+        )
+    ticks = x_ticks or [
+        (x0 + (x1 - x0) * i / 4, tick(x0 + (x1 - x0) * i / 4)) for i in range(5)
+    ]
+    for fx, label in ticks:
+        parts.append(
+            f'<line x1="{px(fx):.1f}" y1="{top}" x2="{px(fx):.1f}" y2="{top + ph}" '
+            f'class="grid"/><text x="{px(fx):.1f}" y="{top + ph + 16}" class="tick" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
+    if diagonal:
+        parts.append(
+            f'<line x1="{px(x0):.1f}" y1="{py(y0):.1f}" x2="{px(x1):.1f}" '
+            f'y2="{py(y1):.1f}" class="diagonal"/>'
+        )
+    for s in series:
+        pairs = [
+            (x, y)
+            for x, y in zip(s["x"], s["y"], strict=True)
+            if _finite(x) and _finite(y)
+        ]
+        points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pairs)
+        xy = json.dumps(
+            [[round(x, 6), round(y, 6)] for x, y in pairs], separators=(",", ":")
+        )
+        dash = ' stroke-dasharray="5 3"' if s.get("dash") else ""
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{_attr(s["colour"])}" '
+            f'stroke-width="1.8"{dash} data-series="{_attr(s["name"])}" '
+            f'data-xy="{_attr(xy)}"><title>{escape(s["name"])}</title></polyline>'
+        )
+        if len(pairs) == 1:  # a single run: a line would be invisible
+            x, y = pairs[0]
+            parts.append(
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" '
+                f'fill="{_attr(s["colour"])}" data-series="{_attr(s["name"])}"/>'
+            )
+    if legend:  # below the plot, so it never hides a line
+        col_w = pw / columns
+        for i, s in enumerate(series):
+            lx = left + (i % columns) * col_w
+            ly = top + ph + 50 + 15 * (i // columns)
+            parts.append(
+                f'<g class="legend-item" data-series="{_attr(s["name"])}">'
+                f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 16:.1f}" y2="{ly - 4}" '
+                f'stroke="{_attr(s["colour"])}" stroke-width="3"/>'
+                f'<text x="{lx + 21:.1f}" y="{ly}" class="legend">'
+                f"{escape(s['name'])}</text></g>"
+            )
+    parts.append(
+        '<circle class="marker" r="4" cx="0" cy="0" visibility="hidden"/>'
+        f'<text x="{left + pw / 2}" y="{top + ph + 34}" class="axis" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+        f'<text x="14" y="{top + ph / 2}" class="axis" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + ph / 2})">{escape(y_label)}</text></svg>'
+    )
+    return Markup("".join(parts))
+
+
+def interval_chart(
+    rows: Sequence[dict[str, Any]],
+    *,
+    title: str,
+    x_label: str,
+    width: int = 460,
+    reference: float | None = None,
+    digits: int = 3,
+) -> Markup:
+    """A dot-and-whisker chart: one row per ``{"name", "mean", "ci": [lo, hi] | None,
+    "points": [...], "colour"}``; ``reference`` draws a vertical line (e.g. 0)."""
+    left, right, top, row_h = 132, 20, 30, 22
+    height = top + row_h * len(rows) + 40
+    pw = width - left - right
+    values = [
+        v
+        for r in rows
+        for v in [r["mean"], *(r.get("ci") or []), *r.get("points", [])]
+        if _finite(v)
+    ]
+    if reference is not None:
+        values.append(reference)
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = (hi - lo) * 0.06 or 0.5
+    lo, hi = lo - pad, hi + pad
+
+    def px(x: float) -> float:
+        return left + (x - lo) / (hi - lo) * pw
+
+    fmt = f"{{:+.{digits}f}}" if reference == 0 else f"{{:.{digits}f}}"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        'class="chart interval">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="8" y="18" class="chart-title">{escape(title)}</text>',
+    ]
+    for i in range(5):
+        fx = lo + (hi - lo) * i / 4
+        parts.append(
+            f'<line x1="{px(fx):.1f}" y1="{top - 4}" x2="{px(fx):.1f}" '
+            f'y2="{top + row_h * len(rows)}" class="grid"/>'
+            f'<text x="{px(fx):.1f}" y="{top + row_h * len(rows) + 14}" class="tick" '
+            f'text-anchor="middle">{tick(fx, (hi - lo) / 4)}</text>'
+        )
+    if reference is not None:
+        parts.append(
+            f'<line x1="{px(reference):.1f}" y1="{top - 4}" x2="{px(reference):.1f}" '
+            f'y2="{top + row_h * len(rows)}" class="reference"/>'
+        )
+    for i, r in enumerate(rows):
+        cy = top + row_h * i + row_h / 2
+        ci = r.get("ci")
+        label = f"{r['name']}: " + fmt.format(r["mean"])
+        if ci:
+            label += " (95 % CI " + fmt.format(ci[0]) + " to " + fmt.format(ci[1]) + ")"
+        if r.get("note"):
+            label += f", {r['note']}"
+        colour = _attr(r["colour"])
+        parts.append(
+            f'<g data-series="{_attr(r["name"])}"><title>{escape(label)}</title>'
+            f'<text x="{left - 8}" y="{cy + 4:.1f}" class="legend" text-anchor="end">'
+            f"{escape(r['name'])}</text>"
+        )
+        if ci:
+            parts.append(
+                f'<line x1="{px(ci[0]):.1f}" y1="{cy:.1f}" x2="{px(ci[1]):.1f}" '
+                f'y2="{cy:.1f}" stroke="{colour}" stroke-width="2"/>'
+            )
+        for v in r.get("points", []):
+            if _finite(v):
+                parts.append(
+                    f'<circle cx="{px(v):.1f}" cy="{cy + 6:.1f}" r="2" fill="{colour}" '
+                    'opacity=".55"/>'
+                )
+        if _finite(r["mean"]):
+            parts.append(
+                f'<circle cx="{px(r["mean"]):.1f}" cy="{cy:.1f}" r="4.5" '
+                f'fill="{colour}"/>'
+            )
+        parts.append("</g>")
+    parts.append(
+        f'<text x="{left + pw / 2}" y="{height - 6}" class="axis" '
+        f'text-anchor="middle">{escape(x_label)}</text></svg>'
+    )
+    return Markup("".join(parts))
+
+
+def _diverging(value: float) -> str:
+    """White at 0, red for positive, blue for negative; saturated at |1|."""
+    v = max(-1.0, min(1.0, value))
+    strength = abs(v) ** 0.6
+    target = (214, 39, 40) if v > 0 else (31, 119, 180)
+    r, g, b = (round(255 + (c - 255) * strength) for c in target)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heatmap(
+    matrix: Sequence[Sequence[float]],
+    labels: Sequence[str],
+    *,
+    title: str,
+    cell: int = 12,
+) -> Markup:
+    """A square diverging heat map (scale -1..1) with a ``<title>`` on each cell."""
+    n = len(labels)
+    left, top = 44, 30
+    size = n * cell
+    width, height = left + size + 70, top + size + 44
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        'class="chart heatmap">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="8" y="18" class="chart-title">{escape(title)}</text>',
+    ]
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            parts.append(
+                f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell}" '
+                f'height="{cell}" fill="{_diverging(value)}"><title>'
+                f"{escape(labels[i])} × {escape(labels[j])}: {value:+.2f}"
+                "</title></rect>"
+            )
+    for i, name in enumerate(labels):
+        if i % 2 == 0 or n <= 16:
+            cx, by = left + i * cell + cell / 2, top + size + 10
+            parts.append(
+                f'<text x="{left - 4}" y="{top + i * cell + cell - 2}" class="tick" '
+                f'text-anchor="end">{escape(name)}</text>'
+                f'<text x="{cx}" y="{by}" class="tick" text-anchor="end" '
+                f'transform="rotate(-60 {cx} {by})">{escape(name)}</text>'
+            )
+    for k, v in enumerate((1.0, 0.5, 0.0, -0.5, -1.0)):
+        y = top + k * (size / 4)
+        parts.append(
+            f'<rect x="{left + size + 14}" y="{y - 6:.1f}" width="12" height="12" '
+            f'fill="{_diverging(v)}" stroke="#ccc"/><text x="{left + size + 30}" '
+            f'y="{y + 4:.1f}" class="tick">{v:+.1f}</text>'
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def step_series(edges: Sequence[float], heights: Sequence[float]) -> tuple[list, list]:
+    """A histogram's outline as a line: ``(x, y)`` for :func:`line_chart`."""
+    xs, ys = [edges[0]], [0.0]
+    for i, h in enumerate(heights):
+        xs += [edges[i], edges[i + 1]]
+        ys += [h, h]
+    xs.append(edges[-1])
+    ys.append(0.0)
+    return xs, ys
