@@ -11,6 +11,8 @@ DATA ?= data/raw/creditcard.csv
 DEMO := data/demo/creditcard_demo.csv.gz
 PROFILE ?= default
 SEED ?= 0
+PREFECT_PORT ?= 4200
+CRON ?= 0 3 * * *
 
 # Prefect offline and self-contained (see the README, "Prefect settings").
 export DO_NOT_TRACK := 1
@@ -19,11 +21,13 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: help install browser run test lint format clean
+.PHONY: help install browser run server serve test lint format clean
 
 help:
 	@echo "make run    set up .venv, obtain the real data, run the pipeline (PROFILE=$(PROFILE))"
 	@echo "make test   set up .venv, run the whole test suite"
+	@echo "make server start a local Prefect server on 127.0.0.1:$(PREFECT_PORT)"
+	@echo "make serve  serve the nightly and on-demand deployments (PROFILE=$(PROFILE))"
 	@echo "make lint   ruff check + format check"
 
 $(STAMP): pyproject.toml
@@ -45,6 +49,16 @@ run: $(STAMP)
 	fi
 	@data="$(DATA)"; [ -f "$$data" ] || data="$(DEMO)"; \
 	  $(BIN)/fraudaug run --data "$$data" --profile "$(PROFILE)" --seed "$(SEED)"
+
+# A local Prefect server for deployments (loopback only); leave it running.
+server: $(STAMP)
+	$(BIN)/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT)
+
+# Serve fraud-augmentation/nightly and fraud-augmentation/on-demand against the server
+# at PREFECT_API_URL (default: the one `make server` starts).
+serve: $(STAMP)
+	PREFECT_API_URL=$${PREFECT_API_URL:-http://127.0.0.1:$(PREFECT_PORT)/api} \
+	  $(BIN)/fraudaug serve --data "$(DATA)" --profile "$(PROFILE)" --cron "$(CRON)"
 
 # The browser test drives Debian's chromium through Playwright (no browser download).
 browser:

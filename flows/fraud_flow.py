@@ -21,16 +21,36 @@ from pipeline.config import PipelineConfig, load_config, run_seeds
 FLOW_NAME = "fraud-augmentation"
 
 
-@task(name="ingest", cache_policy=NO_CACHE)
+# Stages cache their own results, content-addressed and hash-checked
+# (pipeline.stages: ingest, prepare, train-gan), so Prefect's task cache stays off.
+
+
+@task(name="fetch-data", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=10)
+def fetch_data(dest: str) -> dict:
+    from pipeline.datasets import fetch_creditcard
+
+    result = fetch_creditcard(dest)
+    return {
+        "path": str(result.path),
+        "sha256": result.sha256,
+        "message": result.message,
+    }
+
+
+@task(name="ingest", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
 def ingest(data_path: str, cache_dir: str) -> dict:
     return stages.stage_ingest(data_path, cache_dir)
 
 
 @task(name="prepare", cache_policy=NO_CACHE)
 def prepare(
-    frame_path: str, run_dir: str, config: PipelineConfig, split_seeds: list[int]
+    frame_path: str,
+    run_dir: str,
+    config: PipelineConfig,
+    split_seeds: list[int],
+    cache_dir: str,
 ) -> dict:
-    return stages.stage_prepare(frame_path, run_dir, config, split_seeds)
+    return stages.stage_prepare(frame_path, run_dir, config, split_seeds, cache_dir)
 
 
 @task(name="train-gan", cache_policy=NO_CACHE, task_run_name="train-gan-split-{split}")
@@ -42,9 +62,17 @@ def train_gan(
     config: PipelineConfig,
     seed: int,
     out_dir: str,
+    cache_dir: str,
 ) -> dict:
     return stages.stage_train_gan(
-        frame_path, splits_path, transformer_path, split, config, seed, out_dir
+        frame_path,
+        splits_path,
+        transformer_path,
+        split,
+        config,
+        seed,
+        out_dir,
+        cache_dir=cache_dir,
     )
 
 
@@ -110,6 +138,38 @@ def report(**kwargs) -> dict:
     return stages.stage_report(**kwargs)
 
 
+@task(name="publish", cache_policy=NO_CACHE)
+def publish(run_dir: str, report_path: str) -> None:
+    """Artifacts: a link to the report, the comparison table, a Markdown summary."""
+    from prefect.artifacts import (
+        create_link_artifact,
+        create_markdown_artifact,
+        create_table_artifact,
+    )
+
+    from pipeline.artifacts import load_json
+    from pipeline.report import summary_markdown, summary_table
+
+    metrics = load_json(Path(run_dir) / stages.METRICS_FILE)
+    uri = Path(report_path).resolve().as_uri()
+    create_link_artifact(
+        key="fraud-report",
+        link=uri,
+        link_text=f"report {metrics['run_id']}",
+        description=metrics["comparison"]["headline"],
+    )
+    create_table_artifact(
+        key="fraud-comparison",
+        table=summary_table(metrics),
+        description=f"Methods compared in run {metrics['run_id']} (test AUPRC)",
+    )
+    create_markdown_artifact(
+        key="fraud-summary",
+        markdown=summary_markdown(metrics, report_path=uri),
+        description="Headline, verdicts and the champion decision",
+    )
+
+
 def _configure_tensorflow(config: PipelineConfig) -> None:
     # Same seed + data -> same numbers on CPU; set once per process, at the edge.
     # Keras turns XLA off under op determinism, so asking for XLA trades it away.
@@ -134,10 +194,14 @@ def fraud_augmentation(
     profile: Literal["smoke", "default", "full"] = "default",
     seed: int = 0,
     reports_dir: str = "reports",
+    models_dir: str = "models",
     overrides: dict[str, Any] | None = None,
 ) -> dict:
-    """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report.
+    """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report -> registry.
 
+    ``data_path``: the transactions file (the Kaggle ``creditcard.csv`` is fetched
+    when it is missing, with retries). ``reports_dir``: where run folders, the index
+    and ``latest`` go. ``models_dir``: the champion/challenger registry.
     ``overrides`` changes config sections of the profile, e.g.
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     """
@@ -149,7 +213,10 @@ def fraud_augmentation(
     started_monotonic = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     config = load_config(profile, seed=seed, overrides=overrides)
+    if not Path(data_path).exists() and Path(data_path).name == "creditcard.csv":
+        fetch_data(data_path)
     data = ingest(data_path, config.data.cache_dir)
+    cached = ["ingest"] if data.pop("cached", False) else []
     logger.info(
         "data %s: %d rows, %d frauds, sha256 %s%s",
         data["path"],
@@ -165,7 +232,15 @@ def fraud_augmentation(
     try:
         n_splits = config.split.n_splits
         seeds = run_seeds(config.seed, n_splits)
-        prepared = prepare(data["frame_path"], str(run_dir), config, seeds["split"])
+        prepared = prepare(
+            data["frame_path"],
+            str(run_dir),
+            config,
+            seeds["split"],
+            config.data.cache_dir,
+        )
+        if prepared.get("cached"):
+            cached.append("prepare")
 
         methods = config.evaluation.methods
 
@@ -200,8 +275,9 @@ def fraud_augmentation(
             if "cwgan_gp" in methods:
                 _configure_tensorflow(config)
                 gan_dir = str(stages.split_dir(run_dir, split) / "gan")
-                gans.append(
-                    train_gan.submit(
+                gan = (
+                    train_gan.with_options(timeout_seconds=config.gan.timeout_seconds)
+                    .submit(
                         data["frame_path"],
                         prepared["splits_path"],
                         prepared["transformer_paths"][split],
@@ -209,8 +285,13 @@ def fraud_augmentation(
                         config,
                         seeds["gan"][split],
                         gan_dir,
-                    ).result()
+                        config.data.cache_dir,
+                    )
+                    .result()
                 )
+                if gan.pop("cached", False):
+                    cached.append(f"train-gan split {split}")
+                gans.append(gan)
                 detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
             fidelity_futures.append(
                 fidelity.submit(
@@ -244,10 +325,39 @@ def fraud_augmentation(
             ],
             started_at=started_at,
             started_monotonic=started_monotonic,
+            models_dir=models_dir,
+            cached_stages=cached,
         )
+        publish(str(run_dir), written["report"])
     finally:
         # Released on failure too: the next run with the same data and config
         # resumes this folder (and its GAN checkpoints).
         stages.release_lock(run_dir)
+    if cached:
+        logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])
     return {"run_id": run_id, **written}
+
+
+def with_task_runner(kind: str = "threads", address: str | None = None):
+    """The flow with its task runner: ``threads`` (default, 2 workers) or ``dask``
+    (through prefect-dask: a ``LocalCluster`` of 2 single-threaded worker processes
+    on 127.0.0.1, or the cluster at ``address``)."""
+    if kind == "threads":
+        return fraud_augmentation
+    if kind != "dask":
+        raise ValueError(f"task runner must be 'threads' or 'dask', got {kind!r}")
+    from prefect_dask import DaskTaskRunner
+
+    if address:
+        runner = DaskTaskRunner(address=address)
+    else:
+        runner = DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": 2,
+                "threads_per_worker": 1,
+                "dashboard_address": None,
+                "host": "127.0.0.1",
+            }
+        )
+    return fraud_augmentation.with_options(task_runner=runner)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.errors import ArtifactError
+from pipeline.errors import ArtifactError, ConfigError
 
 MANIFEST = "manifest.json"
 _PACKAGES = (
@@ -183,3 +183,23 @@ def verify_artifact(run_dir: str | Path, relative: str) -> Path:
             f"{expected[:12]}…; the file was changed after the run"
         )
     return path
+
+
+def write_table(frame: pd.DataFrame, out: str | Path) -> Path:
+    """Write ``.csv`` (Kaggle-style quoted header) or ``.parquet``, atomically."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    out = Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in {".csv", ".parquet"}:
+        raise ConfigError(f"{out}: expected a .csv or .parquet file name")
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with atomic_path(out, suffix=suffix) as tmp:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, tmp)
+        else:
+            pacsv.write_csv(table, tmp)
+    return out

@@ -75,25 +75,66 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise DataValidationError(f"{data}: no such file{hint}")
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
-    from flows.fraud_flow import fraud_augmentation
+    from flows.fraud_flow import with_task_runner
 
-    result = fraud_augmentation(
+    flow = with_task_runner(args.task_runner, args.dask_address)
+    result = flow(
         data_path=str(data),
         profile=args.profile,
         seed=args.seed,
         reports_dir=args.reports,
+        models_dir=args.models,
         overrides=overrides,
     )
     print(result["report"])
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from pipeline.config import load_config
+
+    load_config(args.profile)  # a bad profile fails here
+    for key, value in PREFECT_ENV.items():
+        os.environ.setdefault(key, value)
+    from flows.deploy import serve_deployments
+
+    serve_deployments(
+        cron=args.cron,
+        timezone=args.timezone,
+        parameters={
+            "data_path": args.data,
+            "profile": args.profile,
+            "reports_dir": args.reports,
+            "models_dir": args.models,
+        },
+        task_runner=args.task_runner,
+        dask_address=args.dask_address,
+    )
+    return 0
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from pipeline.artifacts import write_table
+    from pipeline.ingest import read_unlabelled
+    from pipeline.registry import score_transactions
+
+    frame = read_unlabelled(args.input)
+    scores, champion = score_transactions(args.models, frame)
+    out = write_table(scores, args.out)
+    print(
+        f"scored {len(scores):,} rows with champion {champion['version']} "
+        f"({champion['method']}, threshold {champion['threshold']:.4f}): "
+        f"{int(scores['flagged'].sum()):,} flagged; wrote {out}"
+    )
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from pipeline.artifacts import write_table
     from pipeline.gan.generate import (
         gan_dir_of_run,
         generate_transactions,
-        write_transactions,
     )
 
     run_dir = Path(args.run)
@@ -101,9 +142,22 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         raise ConfigError(f"{run_dir}: no such run folder")
     gan_dir = gan_dir_of_run(run_dir, args.split)
     frame = generate_transactions(gan_dir, args.n, random_state=args.seed)
-    out = write_transactions(frame, args.out)
+    out = write_table(frame, args.out)
     print(f"wrote {len(frame):,} generated fraud rows from {gan_dir} to {out}")
     return 0
+
+
+def _runner_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--task-runner",
+        choices=["threads", "dask"],
+        default="threads",
+        help="threads (default) or a Dask cluster through prefect-dask",
+    )
+    p.add_argument(
+        "--dask-address",
+        help="tcp://host:port of an existing Dask scheduler (default: a LocalCluster)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,7 +205,29 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["stratified", "temporal"],
         help="temporal: train on the earliest rows, test on the latest (one split)",
     )
+    p.add_argument(
+        "--models", default="models", help="model registry (default: models/)"
+    )
+    _runner_args(p)
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser(
+        "serve", help="serve the nightly and on-demand Prefect deployments"
+    )
+    p.add_argument("--cron", default="0 3 * * *", help="nightly schedule (03:00)")
+    p.add_argument("--timezone", default="UTC", help="of the schedule (default UTC)")
+    p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")
+    p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    p.add_argument("--reports", default="reports", help="default: reports/")
+    p.add_argument("--models", default="models", help="default: models/")
+    _runner_args(p)
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("score", help="score transactions with the champion model")
+    p.add_argument("--in", dest="input", required=True, help=".csv(.gz) or .parquet")
+    p.add_argument("--out", required=True, help=".csv or .parquet")
+    p.add_argument("--models", default="models", help="default: models/")
+    p.set_defaults(func=_cmd_score)
     return parser
 
 

@@ -102,6 +102,9 @@ class GANConfig(_Section):
         description="Steps between checkpoints and model-selection checks "
         "(default: a tenth of the steps).",
     )
+    timeout_seconds: int = Field(
+        3600, ge=1, description="Wall-clock limit of one split's GAN training task."
+    )
     max_consecutive_nonfinite: int = Field(
         5,
         ge=1,
@@ -157,6 +160,18 @@ class EvaluationConfig(_Section):
         return self
 
 
+class RegistryConfig(_Section):
+    enabled: bool = Field(
+        True, description="Offer the run's best detector as challenger."
+    )
+    margin: float = Field(
+        0.0,
+        ge=0.0,
+        description="AUPRC the challenger must gain over the champion on the same "
+        "held-out rows, with the paired bootstrap interval's lower bound above 0.",
+    )
+
+
 class ReportConfig(_Section):
     title: str = "fraudaug evaluation report"
 
@@ -172,6 +187,7 @@ class PipelineConfig(_Section):
     detector: DetectorConfig = DetectorConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
     report: ReportConfig = ReportConfig()
+    registry: RegistryConfig = RegistryConfig()
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON form (stable across runs and machines)."""

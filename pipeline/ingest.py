@@ -135,8 +135,9 @@ def _describe_row(kind: str, row: int) -> str:
     return f"row {row} (line {row + 2})" if kind == "csv" else f"row {row}"
 
 
-def _check_columns(path: Path, frame: pd.DataFrame) -> None:
+def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> None:
     columns = [str(c).strip() for c in frame.columns]
+    expected = COLUMNS if labelled else (*FEATURES, TARGET)
     if len(columns) == 1:
         for sep in (";", "\t", "|"):
             if sep in columns[0]:
@@ -144,8 +145,8 @@ def _check_columns(path: Path, frame: pd.DataFrame) -> None:
                     f"{path}: header is one column separated by {sep!r}; "
                     "expected a comma-separated file"
                 )
-    missing = [c for c in COLUMNS if c not in columns]
-    extra = [c for c in columns if c not in COLUMNS]
+    missing = [c for c in (COLUMNS if labelled else FEATURES) if c not in columns]
+    extra = [c for c in columns if c not in expected]
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     problems = []
     if missing:
@@ -155,10 +156,12 @@ def _check_columns(path: Path, frame: pd.DataFrame) -> None:
     if duplicated:
         problems.append(f"repeated column(s) {', '.join(duplicated)}")
     if problems:
-        raise DataValidationError(
-            f"{path}: {'; '.join(problems)}; expected the 31 Kaggle columns "
-            "Time, V1..V28, Amount, Class"
+        wanted = (
+            "the 31 Kaggle columns Time, V1..V28, Amount, Class"
+            if labelled
+            else "the Kaggle feature columns Time, V1..V28, Amount (Class optional)"
         )
+        raise DataValidationError(f"{path}: {'; '.join(problems)}; expected {wanted}")
 
 
 def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarray:
@@ -206,7 +209,7 @@ def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarr
 
 
 def validate_frame(
-    frame: pd.DataFrame, path: str | Path, kind: str = "csv"
+    frame: pd.DataFrame, path: str | Path, kind: str = "csv", *, labelled: bool = True
 ) -> pd.DataFrame:
     """Check the Kaggle schema and return a clean, typed copy.
 
@@ -218,6 +221,9 @@ def validate_frame(
         Named in error messages.
     kind : {"csv", "parquet"}
         How rows are described in errors (CSV rows also get their line number).
+    labelled : bool, default True
+        False for rows to score: ``Class`` may be absent (it is then not
+        returned), and a single class or none is fine.
 
     Returns
     -------
@@ -231,10 +237,20 @@ def validate_frame(
     """
     path = Path(path)
     frame = frame.rename(columns=lambda c: str(c).strip())
-    _check_columns(path, frame)
+    _check_columns(path, frame, labelled)
     if len(frame) == 0:
         raise DataValidationError(f"{path}: header only, no data rows")
-    data = {name: _to_numeric(path, kind, name, frame[name]) for name in COLUMNS}
+    names = COLUMNS if labelled else FEATURES
+    data = {name: _to_numeric(path, kind, name, frame[name]) for name in names}
+    negative = data["Amount"] < 0
+    if negative.any():
+        row = int(np.flatnonzero(negative)[0])
+        raise DataValidationError(
+            f"{path}: column Amount, {_describe_row(kind, row)}: found "
+            f"{data['Amount'][row]:g}, expected an amount >= 0"
+        )
+    if not labelled:
+        return pd.DataFrame(data)
     labels = data[TARGET]
     bad = (labels != 0) & (labels != 1)
     if bad.any():
@@ -242,13 +258,6 @@ def validate_frame(
         raise DataValidationError(
             f"{path}: column Class, {_describe_row(kind, row)}: found {labels[row]:g}, "
             "expected 0 or 1"
-        )
-    negative = data["Amount"] < 0
-    if negative.any():
-        row = int(np.flatnonzero(negative)[0])
-        raise DataValidationError(
-            f"{path}: column Amount, {_describe_row(kind, row)}: found "
-            f"{data['Amount'][row]:g}, expected an amount >= 0"
         )
     n_fraud = int(labels.sum())
     if n_fraud == 0 or n_fraud == len(labels):
@@ -259,6 +268,16 @@ def validate_frame(
     out = pd.DataFrame({name: data[name] for name in FEATURES})
     out[TARGET] = labels.astype(np.int8)
     return out
+
+
+def read_unlabelled(path: str | Path) -> pd.DataFrame:
+    """Read and validate transactions to score: the 30 feature columns (a ``Class``
+    column may be present and is ignored)."""
+    path = Path(path)
+    kind = _check_path(path)
+    if path.stat().st_size == 0:
+        raise DataValidationError(f"{path}: file is empty; expected a header")
+    return validate_frame(_read_raw(path, kind), path, kind, labelled=False)
 
 
 def read_transactions(path: str | Path) -> tuple[pd.DataFrame, DataSummary]:

@@ -415,3 +415,58 @@ def render_index(runs: list[dict[str, Any]]) -> str:
         .get_template("index.html.j2")
         .render(rows=rows, methods=methods, chart=chart, colours=colours)
     )
+
+
+def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) -> str:
+    """A short Markdown summary of a run (for a Prefect artifact): the generated
+    headline and verdicts, the registry decision, the cached stages."""
+    lines = [f"# fraudaug run {metrics['run_id']}", ""]
+    if metrics["data"].get("demo"):
+        lines += ["**DEMO DATA: not the real Kaggle file.**", ""]
+    lines += [f"**{metrics['comparison']['headline']}**", ""]
+    lines += [f"- {v}" for v in metrics["comparison"]["verdicts"]]
+    registry = metrics.get("registry")
+    if registry:
+        state = "promoted" if registry["promoted"] else "unchanged"
+        lines += ["", f"**Champion {state}.** {registry['reason']}."]
+    if metrics.get("cached_stages"):
+        lines += ["", "Cached stages: " + ", ".join(metrics["cached_stages"]) + "."]
+    data = metrics["data"]
+    lines += [
+        "",
+        f"Data: `{data['path']}` ({data['rows']:,} rows, {data['frauds']:,} frauds, "
+        f"sha256 `{data['sha256'][:12]}`); profile `{metrics['profile']}`, "
+        f"{metrics['n_splits']} split(s), seed {metrics['seed']}, "
+        f"{metrics.get('duration_seconds') or 0:.0f} s.",
+    ]
+    if report_path:
+        lines += ["", f"Report: `{report_path}`"]
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per method: means, CIs and the paired difference to ``none``."""
+    diffs = {
+        c["method"]: c
+        for c in metrics.get("comparison", {}).get("comparisons", [])
+        if c["baseline"] == "none"
+    }
+    rows = []
+    for s in metrics["summary"]:
+        d = diffs.get(s["method"])
+        rows.append(
+            {
+                "method": s["method"],
+                "auprc_mean": round(s["auprc_mean"], 4),
+                "auprc_ci95": _ci(s.get("auprc_ci95")),
+                "delta_vs_none": None if d is None else round(d["mean_diff"], 4),
+                "delta_ci95": None if d is None else _ci(d.get("ci95")),
+                "significant": None if d is None else bool(d.get("significant")),
+                "roc_auc_mean": round(s["roc_auc_mean"], 4),
+                "recall_at_precision_90_mean": round(
+                    s["recall_at_precision_90_mean"], 4
+                ),
+                "net_savings_mean": round(s["net_savings_mean"], 2),
+            }
+        )
+    return rows

@@ -8,6 +8,7 @@ small JSON-able dict, so that tasks pass paths and summaries, never frames.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import platform
@@ -22,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.artifacts import (
+    atomic_path,
+    file_sha256,
     git_commit,
     load_json,
     load_parquet,
@@ -34,7 +37,7 @@ from pipeline.artifacts import (
 from pipeline.config import SMOTE_FAMILY, PipelineConfig
 from pipeline.errors import ArtifactError
 from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
-from pipeline.ingest import TARGET, read_transactions
+from pipeline.ingest import TARGET, is_demo_data, read_transactions
 from pipeline.preprocess import (
     TabularTransformer,
     make_splits,
@@ -47,6 +50,7 @@ logger = logging.getLogger(__name__)
 SPLITS_FILE = "splits.parquet"
 SCORES_DIR = "scores"
 PREDICTIONS_FILE = "predictions.parquet"
+DETECTORS_DIR = "detectors"  # split-0's fitted detectors: registry candidates
 METRICS_FILE = "metrics.json"
 REPORT_FILE = "report.html"
 INDEX_FILE = "index.html"
@@ -150,16 +154,117 @@ def stage_start_run(
     return {"run_id": run_id, "run_dir": str(run_dir), "resumed": False}
 
 
+# ---------------------------------------------------------------------- stage cache
+def code_version(*modules: str) -> str:
+    """sha256 of the source of ``modules`` (and packages' files): a cached stage
+    result is reused only by the code that made it."""
+    import importlib
+
+    digest = hashlib.sha256()
+    for name in sorted(modules):
+        module = importlib.import_module(name)
+        root = Path(module.__file__)
+        files = (
+            sorted(root.parent.rglob("*.py")) if root.name == "__init__.py" else [root]
+        )
+        for path in files:
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_key(**parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _cache_valid(entry: Path) -> bool:
+    """Every file recorded in ``entry/done.json`` is there with its sha256; a
+    cached result whose files were deleted or changed is recomputed, not trusted."""
+    done = entry / "done.json"
+    if not done.is_file():
+        return False
+    try:
+        files = load_json(done)["sha256"]
+    except (ArtifactError, KeyError):
+        return False
+    return all(
+        (entry / name).is_file() and file_sha256(entry / name) == digest
+        for name, digest in files.items()
+    )
+
+
+def _cache_put(entry: Path, files: dict[str, Path]) -> None:
+    """Copy ``files`` (name -> source) into the cache entry, all or nothing."""
+    import tempfile
+
+    if _cache_valid(entry):
+        return
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
+    try:
+        for name, source in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, tmp / name)
+        save_json(
+            tmp / "done.json", {"sha256": {n: file_sha256(tmp / n) for n in files}}
+        )
+        shutil.rmtree(entry, ignore_errors=True)
+        tmp.rename(entry)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _cache_get(entry: Path, destination: Path) -> bool:
+    """Copy a valid cache entry's files into ``destination``; False on a miss."""
+    if not _cache_valid(entry):
+        return False
+    for name in load_json(entry / "done.json")["sha256"]:
+        with atomic_path(destination / name) as tmp:
+            shutil.copyfile(entry / name, tmp)
+    return True
+
+
 # --------------------------------------------------------------------------- ingest
 def stage_ingest(data_path: str | Path, cache_dir: str | Path) -> dict[str, Any]:
-    """Validate the input and cache it as Parquet (keyed by the file's sha256).
+    """Validate the input and cache it as Parquet, keyed by the file's sha256.
 
+    A file whose bytes, and the ingest code, were seen before is not parsed or
+    validated again: its cached Parquet (hash-checked) and summary are reused.
     Nothing is written when validation fails.
     """
+    path = Path(data_path)
+    cache_dir = Path(cache_dir)
+    if path.is_file():
+        sha256 = file_sha256(path)
+        meta_path = cache_dir / f"{sha256}.json"
+        parquet = cache_dir / f"{sha256}.parquet"
+        if meta_path.is_file() and parquet.is_file():
+            try:
+                meta = load_json(meta_path)
+            except ArtifactError:
+                meta = {}
+            if meta.get("code") == code_version("pipeline.ingest") and meta.get(
+                "parquet_sha256"
+            ) == file_sha256(parquet):
+                summary = {
+                    **meta["summary"],
+                    "path": str(path),
+                    "demo": is_demo_data(path, sha256),
+                }
+                return {**summary, "frame_path": str(parquet), "cached": True}
     frame, summary = read_transactions(data_path)
-    cached = Path(cache_dir) / f"{summary.sha256}.parquet"
-    save_parquet(cached, frame)
-    return {**summary.to_dict(), "frame_path": str(cached)}
+    parquet = cache_dir / f"{summary.sha256}.parquet"
+    save_parquet(parquet, frame)
+    save_json(
+        cache_dir / f"{summary.sha256}.json",
+        {
+            "summary": summary.to_dict(),
+            "code": code_version("pipeline.ingest"),
+            "parquet_sha256": file_sha256(parquet),
+        },
+    )
+    return {**summary.to_dict(), "frame_path": str(parquet), "cached": False}
 
 
 # ----------------------------------------------------------------------- preprocess
@@ -168,9 +273,33 @@ def stage_prepare(
     run_dir: str | Path,
     config: PipelineConfig,
     split_seeds: list[int],
+    cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Make the repeated splits and fit one transformer per split on its train rows."""
+    """Make the repeated splits and fit one transformer per split on its train rows.
+
+    With ``cache_dir``, the result is reused when the data, the split config and
+    seeds, and the preprocessing code are unchanged (``cached`` in the result).
+    """
     run_dir = Path(run_dir)
+    names = [SPLITS_FILE] + [
+        f"{split_dir(run_dir, k).name}/transformer.json"
+        for k in range(len(split_seeds))
+    ]
+    result = {
+        "splits_path": str(run_dir / SPLITS_FILE),
+        "transformer_paths": [str(run_dir / n) for n in names[1:]],
+    }
+    entry = None
+    if cache_dir is not None:
+        key = _cache_key(
+            data=file_sha256(frame_path),
+            split=config.split.model_dump(mode="json"),
+            seeds=list(split_seeds),
+            code=code_version("pipeline.preprocess"),
+        )
+        entry = Path(cache_dir) / "stages" / "prepare" / key
+        if _cache_get(entry, run_dir):
+            return {**result, "cached": True, "cache_key": key}
     frame = load_parquet(frame_path)
     if config.split.mode == "temporal":
         splits = make_temporal_split(
@@ -187,17 +316,13 @@ def stage_prepare(
             validation_size=config.split.validation_size,
         )
     save_parquet(run_dir / SPLITS_FILE, splits)
-    transformers = []
     for split in range(len(split_seeds)):
         train = frame.iloc[subset_rows(splits, split, "train")]
         transformer = TabularTransformer().fit(train)
-        path = split_dir(run_dir, split) / "transformer.json"
-        save_json(path, transformer.to_dict())
-        transformers.append(str(path))
-    return {
-        "splits_path": str(run_dir / SPLITS_FILE),
-        "transformer_paths": transformers,
-    }
+        save_json(result["transformer_paths"][split], transformer.to_dict())
+    if entry is not None:
+        _cache_put(entry, {n: run_dir / n for n in names})
+    return {**result, "cached": False}
 
 
 def load_split_data(
@@ -257,8 +382,12 @@ def stage_train_gan(
     config: PipelineConfig,
     seed: int,
     out_dir: str | Path,
+    cache_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train the split's cWGAN-GP on its training rows only; save it to ``out_dir``.
+
+    With ``cache_dir``, a GAN trained before on the same rows (training and
+    validation), config, seed and GAN code is reused (``cached`` in the result).
 
     The split's validation frauds choose the checkpoint to keep (C2ST); they are
     read, never resampled. Checkpoints go to ``out_dir/checkpoint`` so an
@@ -285,10 +414,36 @@ def stage_train_gan(
             logger.info(
                 "split %d: GAN already trained in %s; reusing it", split, out_dir
             )
-            return _gan_summary(
-                split, out_dir, meta, load_json(out_dir / "history.json")
-            )
+            return {
+                **_gan_summary(
+                    split, out_dir, meta, load_json(out_dir / "history.json")
+                ),
+                "cached": False,
+            }
     validation = data["validation"]["X"][data["validation"]["y"] == 1]
+    entry = None
+    if cache_dir is not None:
+        key = _cache_key(
+            train=data_fingerprint(X, y),
+            validation=hashlib.sha256(validation.tobytes()).hexdigest(),
+            gan=config.gan.model_dump(mode="json", exclude={"timeout_seconds"}),
+            seed=seed,
+            code=code_version("pipeline.gan", "pipeline.preprocess"),
+        )
+        entry = Path(cache_dir) / "stages" / "gan" / key
+        if _cache_get(entry, out_dir):
+            logger.info(
+                "split %d: GAN reused from the stage cache (%s)", split, key[:12]
+            )
+            return {
+                **_gan_summary(
+                    split,
+                    out_dir,
+                    load_json(out_dir / META_FILE),
+                    load_json(out_dir / "history.json"),
+                ),
+                "cached": True,
+            }
     trained = train_cwgan_gp(
         X,
         y,
@@ -299,7 +454,12 @@ def stage_train_gan(
     )
     save_gan(out_dir, trained, transformer=load_json(transformer_path))
     shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
-    return _gan_summary(split, out_dir, trained.meta, trained.history)
+    if entry is not None:
+        _cache_put(entry, {p.name: p for p in out_dir.iterdir() if p.is_file()})
+    return {
+        **_gan_summary(split, out_dir, trained.meta, trained.history),
+        "cached": False,
+    }
 
 
 def stage_fidelity(
@@ -460,8 +620,16 @@ def stage_fit_detector(
         n_resamples=config.evaluation.n_bootstrap,
         random_state=detector_seed,
     )
-    save_parquet(scores_path, pd.concat(parts, ignore_index=True))
     xgb = pipeline.named_steps["xgb"]
+    if split == 0:  # the registry's challenger comes from split 0
+        with atomic_path(
+            split_dir(Path(scores_path).parent.parent, split)
+            / DETECTORS_DIR
+            / f"{method}.ubj",
+            suffix=".ubj",
+        ) as tmp:
+            xgb.save_model(tmp)
+    save_parquet(scores_path, pd.concat(parts, ignore_index=True))
     n_resampled = resampled_size(pipeline)
     record = {
         "method": method,
@@ -529,6 +697,53 @@ def write_index(reports_dir: str | Path) -> Path:
     )
 
 
+def stage_registry(
+    *,
+    run_id: str,
+    run_dir: Path,
+    models_dir: str | Path,
+    metrics: dict[str, Any],
+    predictions: pd.DataFrame,
+    frame_path: str | Path,
+    config: PipelineConfig,
+) -> dict[str, Any]:
+    """Offer the run's best detector (highest mean test AUPRC; its split-0 model) to
+    the registry as challenger; see :mod:`pipeline.registry`."""
+    from pipeline.registry import decide_and_record
+
+    best = max(metrics["summary"], key=lambda s: s["auprc_mean"])["method"]
+    record = next(
+        r for r in metrics["results"] if r["method"] == best and r["split"] == 0
+    )
+    splits = load_parquet(run_dir / SPLITS_FILE)
+    fit_rows = np.concatenate(
+        [subset_rows(splits, 0, "train"), subset_rows(splits, 0, "validation")]
+    )
+    test = predictions[
+        (predictions["method"] == best)
+        & (predictions["split"] == 0)
+        & (predictions["subset"] == "test")
+    ]
+    keep = ("auprc", "roc_auc", "recall_at_precision_90", "f1", "net_savings")
+    return decide_and_record(
+        models_dir,
+        run_id=run_id,
+        method=best,
+        detector_path=split_dir(run_dir, 0) / DETECTORS_DIR / f"{best}.ubj",
+        transformer_path=split_dir(run_dir, 0) / "transformer.json",
+        threshold=record["threshold"],
+        metrics={k: record[k] for k in keep if k in record},
+        data_sha256=metrics["data"]["sha256"],
+        frame=load_parquet(frame_path),
+        fit_rows=fit_rows,
+        test_rows=test["row"].to_numpy(),
+        test_scores=test["score"].to_numpy(),
+        margin=config.registry.margin,
+        n_resamples=max(config.evaluation.n_bootstrap, 50),
+        random_state=config.seed,
+    )
+
+
 def stage_report(
     *,
     run_id: str,
@@ -543,9 +758,14 @@ def stage_report(
     score_paths: list[str],
     started_at: str,
     started_monotonic: float | None = None,
+    models_dir: str | Path | None = None,
+    cached_stages: list[str] | None = None,
 ) -> dict[str, Any]:
     """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
-    ``manifest.json``; then refresh ``reports/index.html`` and ``reports/latest``."""
+    ``manifest.json``; then refresh ``reports/index.html`` and ``reports/latest``.
+
+    With ``models_dir`` (and ``registry.enabled``), the run's best detector is first
+    offered to the model registry; the decision goes into the metrics and report."""
     from pipeline.report import render_report
 
     run_dir = Path(run_dir)
@@ -580,6 +800,7 @@ def stage_report(
             "device": gans[0]["device"] if gans else None,
         },
         "fidelity": summarise_fidelity(sorted(fidelity, key=lambda f: f["split"])),
+        "cached_stages": list(cached_stages or []),
         "config": config.model_dump(mode="json"),
         "environment": {
             "python": platform.python_version(),
@@ -588,6 +809,16 @@ def stage_report(
             "git_commit": git_commit(),
         },
     }
+    if models_dir is not None and config.registry.enabled:
+        metrics["registry"] = stage_registry(
+            run_id=run_id,
+            run_dir=run_dir,
+            models_dir=models_dir,
+            metrics=metrics,
+            predictions=predictions,
+            frame_path=data["frame_path"],
+            config=config,
+        )
     save_json(run_dir / METRICS_FILE, metrics)
     histories = {
         g["split"]: load_json(Path(g["gan_dir"]) / "history.json") for g in gans

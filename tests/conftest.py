@@ -79,6 +79,7 @@ def finished_run(harness, sample_path, tmp_path_factory):
         profile="smoke",
         seed=0,
         reports_dir=str(reports),
+        models_dir=str(tmp_path_factory.mktemp("models")),
         overrides=overrides,
     )
     return result, reports

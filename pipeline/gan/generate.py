@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline.artifacts import MANIFEST, atomic_path, load_json, verify_artifact
+from pipeline.artifacts import MANIFEST, load_json, verify_artifact
 from pipeline.errors import ConfigError
 from pipeline.gan.trainer import (
     GENERATOR_FILE,
@@ -50,23 +50,3 @@ def generate_transactions(
     frame = transformer.to_domain(transformer.inverse_transform(rows))
     frame[TARGET] = np.int8(1)
     return frame[list(COLUMNS)]
-
-
-def write_transactions(frame: pd.DataFrame, out: str | Path) -> Path:
-    """Write ``.csv`` (Kaggle-style quoted header) or ``.parquet``, atomically."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    out = Path(out)
-    suffix = out.suffix.lower()
-    if suffix not in {".csv", ".parquet"}:
-        raise ConfigError(f"{out}: expected a .csv or .parquet file name")
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    with atomic_path(out, suffix=suffix) as tmp:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            pq.write_table(table, tmp)
-        else:
-            pacsv.write_csv(table, tmp)
-    return out

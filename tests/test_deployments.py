@@ -1,0 +1,172 @@
+"""End to end as users run it: a real `prefect server start` on a free loopback port,
+`fraudaug serve` as a subprocess, and `prefect deployment run ... --watch` on the
+real 20k-row sample. Checks the report, the artifacts, the registry, the nightly
+schedule, the cached stages of a second run, and Prefect's errors."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+PREFECT = str(BIN / "prefect")
+FRAUDAUG = str(BIN / "fraudaug")
+FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children(pid: int) -> list[str]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return out.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, sample_path):
+    root = tmp_path_factory.mktemp("deploy")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_HOME": str(root / "prefect-home"),
+        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "TMPDIR": str(root),
+        "COLUMNS": "250",  # rich tables in the CLI output are not truncated
+    }
+    logs = root / "logs"
+    logs.mkdir()
+    server = subprocess.Popen(
+        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=open(logs / "server.log", "w"),  # noqa: SIM115
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    serve = None
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/health", timeout=2
+                ):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail(
+                        "prefect server did not start: "
+                        + (logs / "server.log").read_text()
+                    )
+                time.sleep(1)
+        serve = subprocess.Popen(
+            [
+                FRAUDAUG, "serve", "--data", str(sample_path), "--profile", "smoke",
+                "--reports", "reports", "--models", "models", "--cron", "0 3 * * *",
+            ],
+            cwd=root,
+            env=env,
+            stdout=open(logs / "serve.log", "w"),  # noqa: SIM115
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while subprocess.run(
+            [PREFECT, "deployment", "inspect", "fraud-augmentation/on-demand"],
+            env=env,
+            capture_output=True,
+        ).returncode:
+            if time.monotonic() > deadline or serve.poll() is not None:
+                pytest.fail(
+                    "deployments did not appear: " + (logs / "serve.log").read_text()
+                )
+            time.sleep(1)
+        yield root, env
+    finally:
+        if serve is not None:
+            # A run's subprocess still finishing would be flipped to Cancelled.
+            deadline = time.monotonic() + 60
+            while _children(serve.pid) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            os.killpg(serve.pid, signal.SIGTERM)
+            serve.wait(30)
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+
+def _run(env, *args, timeout=600):
+    return subprocess.run(
+        [PREFECT, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
+    root, env = served
+    done = _run(
+        env,
+        "deployment", "run", "fraud-augmentation/on-demand", "--watch",
+        "--params", json.dumps({"profile": "smoke", "overrides": FAST}),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Completed" in done.stdout
+    runs = sorted(p for p in (root / "reports").iterdir() if p.name[:2] == "20")
+    assert len(runs) == 1
+    metrics = json.loads((runs[0] / "metrics.json").read_text())
+    assert (runs[0] / "report.html").is_file()
+    assert metrics["registry"]["promoted"] is True  # the first champion
+    champion = json.loads((root / "models" / "champion.json").read_text())
+    assert (
+        root / "models" / "versions" / champion["version"] / "detector.ubj"
+    ).is_file()
+    listing = _run(env, "artifact", "ls").stdout
+    for key in ("fraud-report", "fraud-comparison", "fraud-summary"):
+        assert key in listing
+    summary = _run(env, "artifact", "inspect", "fraud-summary").stdout
+    assert metrics["comparison"]["headline"][:40] in summary
+
+    # Unchanged data: the second run reuses ingest, preprocessing and the GAN.
+    again = _run(
+        env,
+        "deployment", "run", "fraud-augmentation/on-demand", "--watch",
+        "--params", json.dumps({"profile": "smoke", "overrides": FAST}),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    runs = sorted(p for p in (root / "reports").iterdir() if p.name[:2] == "20")
+    second = json.loads((runs[-1] / "metrics.json").read_text())
+    assert second["cached_stages"] == ["ingest", "prepare", "train-gan split 0"]
+    assert second["registry"]["promoted"] is False  # same detector: no clear win
+    history = json.loads((root / "models" / "history.json").read_text())
+    assert [d["promoted"] for d in history] == [True, False]
+
+
+def test_nightly_deployment_has_its_schedule(served):
+    _, env = served
+    shown = _run(env, "deployment", "inspect", "fraud-augmentation/nightly")
+    assert shown.returncode == 0
+    assert "0 3 * * *" in shown.stdout
+
+
+def test_bad_parameter_and_unknown_deployment_fail_clearly(served):
+    _, env = served
+    bad = _run(
+        env, "deployment", "run", "fraud-augmentation/on-demand", "-p", "profile=huge"
+    )
+    assert bad.returncode != 0
+    assert "Validation failed" in bad.stdout + bad.stderr
+    missing = _run(env, "deployment", "run", "fraud-augmentation/nope")
+    assert missing.returncode != 0
+    assert "not found" in (missing.stdout + missing.stderr).lower()
