@@ -26,15 +26,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _parse_set(items: list[str]) -> dict:
-    overrides: dict = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        section, _, name = key.partition(".")
-        overrides.setdefault(section, {})[name] = json.loads(value)
-    return overrides
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="data/raw/creditcard.csv")
@@ -47,7 +38,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import tensorflow as tf
 
-    from pipeline.config import load_config, run_seeds
+    from pipeline.config import load_config, parse_overrides, run_seeds
     from pipeline.detect import make_sampler
     from pipeline.fidelity import compute_fidelity
     from pipeline.gan.trainer import generate_rows, train_cwgan_gp, training_device
@@ -55,7 +46,7 @@ def main(argv: list[str] | None = None) -> dict:
     from pipeline.preprocess import TabularTransformer, make_splits, subset_rows
 
     tf.config.experimental.enable_op_determinism()
-    base = load_config("default", seed=args.seed, overrides=_parse_set(args.set))
+    base = load_config("default", seed=args.seed, overrides=parse_overrides(args.set))
     frame, summary = read_transactions(args.data)
     seeds = run_seeds(base.seed, 1)
     splits = make_splits(frame["Class"].to_numpy(), random_states=seeds["split"])

@@ -6,6 +6,7 @@ Tasks pass paths and small dicts; all the work is in :mod:`pipeline.stages`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -213,6 +214,12 @@ def fraud_augmentation(
     started_monotonic = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     config = load_config(profile, seed=seed, overrides=overrides)
+    stages.check_output_paths(
+        os.environ.get(stages.OUTPUT_ROOT_ENV),
+        reports_dir=reports_dir,
+        models_dir=models_dir,
+        cache_dir=config.data.cache_dir,
+    )
     if not Path(data_path).exists() and Path(data_path).name == "creditcard.csv":
         fetch_data(data_path)
     data = ingest(data_path, config.data.cache_dir)

@@ -71,6 +71,22 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def file_lock(path: str | Path) -> Iterator[None]:
+    """An exclusive advisory lock (``flock``) on ``path``, created if needed;
+    blocks until free. Released when the block ends or the process dies."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def save_text(path: str | Path, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -63,12 +63,32 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.config import load_config
+def _check_writable(path: str | Path, what: str) -> None:
+    """Fail before any work when an output folder cannot be created or written."""
+    path = Path(path).absolute()
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(
+            f"{path}: cannot create the {what} folder: {existing} is a file"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{path}: the {what} folder is not writable ({existing})")
 
-    overrides = {"split": {"mode": args.split_mode}} if args.split_mode else None
-    # A bad profile or override fails here, before Prefect starts.
-    load_config(args.profile, seed=args.seed, overrides=overrides)
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.config import load_config, parse_overrides
+
+    overrides = parse_overrides(args.set)
+    if args.split_mode:
+        overrides.setdefault("split", {})["mode"] = args.split_mode
+    overrides = overrides or None
+    # A bad profile, override or output folder fails here, before Prefect starts.
+    config = load_config(args.profile, seed=args.seed, overrides=overrides)
+    _check_writable(args.reports, "reports")
+    _check_writable(args.models, "models")
+    _check_writable(config.data.cache_dir, "cache")
     data = Path(args.data)
     if not data.exists():
         hint = " (run `fraudaug fetch-data` first)" if args.data == DEFAULT_DATA else ""
@@ -96,6 +116,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     load_config(args.profile)  # a bad profile fails here
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
+    # Runs started by these deployments write only inside this folder.
+    os.environ.setdefault("FRAUDAUG_OUTPUT_ROOT", str(Path.cwd()))
     from flows.deploy import serve_deployments
 
     serve_deployments(
@@ -208,6 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--models", default="models", help="model registry (default: models/)"
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value, e.g. --set gan.steps=500 (repeatable)",
+    )
     _runner_args(p)
     p.set_defaults(func=_cmd_run)
 
@@ -243,6 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except PipelineError as exc:
         print(f"fraudaug: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. a read-only or full output folder
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"fraudaug: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fraudaug: interrupted", file=sys.stderr)

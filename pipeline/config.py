@@ -213,6 +213,25 @@ _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
 }
 
 
+def parse_overrides(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["gan.steps=500", "evaluation.methods=[\"none\",\"smote\"]"]`` ->
+    ``{"gan": {"steps": 500}, ...}``; values are JSON (bare words are strings)."""
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.partition(".")
+        if not sep or not dot or not section or not name:
+            raise ConfigError(
+                f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. gan.steps=500"
+            )
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        overrides.setdefault(section, {})[name] = parsed
+    return overrides
+
+
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():

@@ -20,7 +20,6 @@ detector. It replaces the champion only if it beats it on the same held-out rows
 
 from __future__ import annotations
 
-import fcntl
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -33,7 +32,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score
 
-from pipeline.artifacts import file_sha256, load_json, save_json
+from pipeline.artifacts import file_lock, file_sha256, load_json, save_json
 from pipeline.errors import ArtifactError, PipelineError
 from pipeline.preprocess import TabularTransformer
 
@@ -49,18 +48,12 @@ def registry_lock(models_dir: str | Path) -> Iterator[Path]:
     interleave their decisions or writes."""
     models_dir = Path(models_dir)
     try:
-        models_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(models_dir / ".lock", "a+")  # noqa: SIM115
+        with file_lock(models_dir / ".lock"):
+            yield models_dir
     except OSError as exc:
         raise PipelineError(
             f"{models_dir}: cannot write the model registry ({exc.strerror})"
         ) from exc
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield models_dir
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def load_champion(models_dir: str | Path) -> dict[str, Any] | None:

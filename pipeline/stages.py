@@ -24,6 +24,7 @@ import pandas as pd
 
 from pipeline.artifacts import (
     atomic_path,
+    file_lock,
     file_sha256,
     git_commit,
     load_json,
@@ -35,7 +36,7 @@ from pipeline.artifacts import (
     write_manifest,
 )
 from pipeline.config import SMOTE_FAMILY, PipelineConfig
-from pipeline.errors import ArtifactError
+from pipeline.errors import ArtifactError, ConfigError
 from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
 from pipeline.ingest import TARGET, is_demo_data, read_transactions
 from pipeline.preprocess import (
@@ -152,6 +153,27 @@ def stage_start_run(
         },
     )
     return {"run_id": run_id, "run_dir": str(run_dir), "resumed": False}
+
+
+# ------------------------------------------------------------------ output folders
+OUTPUT_ROOT_ENV = "FRAUDAUG_OUTPUT_ROOT"
+
+
+def check_output_paths(root: str | Path | None, **paths: str | Path) -> None:
+    """Refuse output folders outside ``root`` (``fraudaug serve`` sets it to the
+    folder it was started in), so a deployment parameter such as
+    ``reports_dir=/etc`` or ``../..`` cannot write anywhere else."""
+    if not root:
+        return
+    base = Path(root).resolve()
+    for name, path in paths.items():
+        # Where the run would really write: relative paths from the working folder,
+        # symbolic links followed.
+        if not Path(path).resolve().is_relative_to(base):
+            raise ConfigError(
+                f"{name}={str(path)!r} is outside the output root {base} "
+                f"({OUTPUT_ROOT_ENV}); choose a folder inside it"
+            )
 
 
 # ---------------------------------------------------------------------- stage cache
@@ -692,9 +714,12 @@ def write_index(reports_dir: str | Path) -> Path:
     from pipeline.report import render_index
 
     reports_dir = Path(reports_dir)
-    return save_text(
-        reports_dir / INDEX_FILE, render_index(load_run_summaries(reports_dir))
-    )
+    # Read every run and write the page under one lock: two runs finishing at once
+    # cannot leave an index that misses one of them.
+    with file_lock(reports_dir / ".index.lock"):
+        return save_text(
+            reports_dir / INDEX_FILE, render_index(load_run_summaries(reports_dir))
+        )
 
 
 def stage_registry(

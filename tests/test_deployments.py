@@ -167,6 +167,14 @@ def test_bad_parameter_and_unknown_deployment_fail_clearly(served):
     )
     assert bad.returncode != 0
     assert "Validation failed" in bad.stdout + bad.stderr
+    # A path parameter cannot point outside the folder `fraudaug serve` runs in.
+    outside = _run(
+        env,
+        "deployment", "run", "fraud-augmentation/on-demand", "--watch",
+        "--params", json.dumps({"profile": "smoke", "reports_dir": "/tmp/elsewhere"}),
+    )  # fmt: skip
+    assert outside.returncode != 0
+    assert not Path("/tmp/elsewhere").exists()
     missing = _run(env, "deployment", "run", "fraud-augmentation/nope")
     assert missing.returncode != 0
     assert "not found" in (missing.stdout + missing.stderr).lower()

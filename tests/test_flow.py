@@ -243,3 +243,20 @@ def test_generate_refuses_a_tampered_generator(finished_run, tmp_path, capsys):
         == 2
     )
     assert "does not match the manifest" in capsys.readouterr().err
+
+
+def test_task_runner_choice():
+    from prefect.task_runners import ThreadPoolTaskRunner
+    from prefect_dask import DaskTaskRunner
+
+    from flows.fraud_flow import fraud_augmentation, with_task_runner
+
+    assert with_task_runner("threads") is fraud_augmentation
+    assert isinstance(fraud_augmentation.task_runner, ThreadPoolTaskRunner)
+    local = with_task_runner("dask").task_runner
+    assert isinstance(local, DaskTaskRunner)
+    assert local.cluster_kwargs["host"] == "127.0.0.1"  # never listens beyond loopback
+    remote = with_task_runner("dask", "tcp://10.0.0.5:8786").task_runner
+    assert remote.address == "tcp://10.0.0.5:8786"
+    with pytest.raises(ValueError, match="threads' or 'dask"):
+        with_task_runner("ray")

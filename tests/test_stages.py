@@ -37,3 +37,20 @@ def test_a_finished_or_running_run_is_never_reused(tmp_path):
     (run_dir / LOCK_FILE).unlink()
     (run_dir / "metrics.json").write_text(json.dumps({"run_id": first["run_id"]}))
     assert not stage_start_run(tmp_path, "a" * 64, config)["resumed"]
+
+
+def test_output_folders_stay_inside_the_output_root(tmp_path, monkeypatch):
+    import pytest
+
+    from pipeline.errors import ConfigError
+    from pipeline.stages import check_output_paths
+
+    monkeypatch.chdir(tmp_path)
+    check_output_paths(None, reports_dir="/etc")  # no root: anything goes (CLI runs)
+    check_output_paths(tmp_path, reports_dir="reports", models_dir=tmp_path / "m")
+    for bad in ("/etc", "../outside", "reports/../../x"):
+        with pytest.raises(ConfigError, match="outside the output root"):
+            check_output_paths(tmp_path, reports_dir=bad)
+    (tmp_path / "link").symlink_to("/tmp")
+    with pytest.raises(ConfigError, match="models_dir"):
+        check_output_paths(tmp_path, models_dir="link/models")

@@ -615,7 +615,7 @@ def load_gan(directory: str | Path) -> TrainedGAN:
     if not path.is_file():
         raise ArtifactError(f"{path}: missing")
     try:
-        generator = keras.saving.load_model(path, compile=False)
+        generator = keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:  # Keras raises many types for a bad file
         raise ArtifactError(f"{path}: cannot load ({exc})") from exc
     history = load_json(directory / HISTORY_FILE)

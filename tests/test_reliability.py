@@ -1,0 +1,106 @@
+"""Unattended-run reliability: writes that survive SIGKILL, two runs at once,
+failing cleanly on an unwritable output folder."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+FAST = ["--set", "gan.steps=60", "--set", "detector.n_estimators=100"]
+FRAUDAUG = str(Path(sys.executable).parent / "fraudaug")
+
+WRITER = """
+import sys
+from pipeline.artifacts import save_text
+path = sys.argv[1]
+a, b = "A" * 5_000_000, "B" * 7_000_000
+print("ready", flush=True)
+while True:
+    save_text(path, a)
+    save_text(path, b)
+"""
+
+
+def test_sigkill_while_writing_never_leaves_a_torn_file(tmp_path):
+    """Reports, the index, metrics and the registry are all written through
+    ``atomic_path``: killed at any moment, the file is the old or the new one."""
+    target = tmp_path / "report.html"
+    for delay in (0.05, 0.13, 0.31, 0.47, 0.71):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE
+        )
+        assert proc.stdout.readline().strip() == b"ready"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if target.exists():
+            text = target.read_text()
+            assert text in ("A" * 5_000_000, "B" * 7_000_000)
+    leftovers = [p for p in tmp_path.iterdir() if p.name != "report.html"]
+    # Temporary files of a killed writer may remain, never under the real name.
+    assert all(p.name.startswith(".") for p in leftovers)
+
+
+def _run(root, sample_path, *extra):
+    return subprocess.Popen(
+        [
+            FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+            "--reports", "reports", "--models", "models",
+            "--set", f"data.cache_dir={json.dumps(str(root / 'cache'))}", *FAST, *extra,
+        ],
+        cwd=root,
+        env={**os.environ, "PREFECT_HOME": str(root / "prefect-home")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def test_two_runs_at_once_on_the_same_folders(tmp_path, sample_path):
+    first = _run(tmp_path, sample_path)
+    second = _run(tmp_path, sample_path)  # same data and config: the same run key
+    outs = [p.communicate(timeout=900) for p in (first, second)]
+    for proc, (_, err) in zip((first, second), outs, strict=True):
+        assert proc.returncode == 0, err[-3000:]
+    run_ids = [Path(out.strip().splitlines()[-1]).parent.name for out, _ in outs]
+    assert len(set(run_ids)) == 2
+    index = (tmp_path / "reports" / "index.html").read_text()
+    # The index is rewritten by each run from every finished run's metrics: the
+    # later of the two lists both.
+    assert all(run_id in index for run_id in run_ids)
+    from pipeline.registry import load_champion
+
+    history = json.loads((tmp_path / "models" / "history.json").read_text())
+    assert sorted(d["run_id"] for d in history) == sorted(run_ids)
+    assert history[0]["promoted"] is True  # whichever decided first
+    champion = load_champion(tmp_path / "models")  # every file hash-checked
+    assert champion["run_id"] in run_ids
+
+
+def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    proc = subprocess.run(
+        [
+            FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+            "--reports", str(blocker / "reports"), "--models", str(tmp_path / "m"),
+            "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}", *FAST,
+        ],
+        env={**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(
+        f"fraudaug: error: {blocker / 'reports'}: cannot create"
+    )
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "m").exists()
