@@ -170,8 +170,11 @@ def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarr
     else:
         text = column.astype(str).str.strip()
         values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+        # pandas 3 keeps a missing cell missing through astype(str): not "text".
+        missing = column.isna().to_numpy()
         bad = (
             np.isnan(values)
+            & ~missing
             & (text != "").to_numpy()
             & ~text.str.lower().isin(["nan"]).to_numpy()
         )

@@ -260,3 +260,48 @@ def test_task_runner_choice():
     assert remote.address == "tcp://10.0.0.5:8786"
     with pytest.raises(ValueError, match="threads' or 'dask"):
         with_task_runner("ray")
+
+
+def test_same_seed_data_and_config_give_identical_results(
+    finished_run, harness, sample_path, tmp_path
+):
+    """A second run with nothing cached (its own cache folder) reproduces every
+    number and every score of the first, on CPU."""
+    from flows.fraud_flow import fraud_augmentation
+    from tests.conftest import FAST
+
+    first, reports = finished_run
+    second = fraud_augmentation(
+        data_path=str(sample_path),
+        profile="smoke",
+        seed=0,
+        reports_dir=str(tmp_path / "reports"),
+        models_dir=str(tmp_path / "models"),
+        overrides={**FAST, "data": {"cache_dir": str(tmp_path / "cache")}},
+    )
+    a = json.loads((reports / first["run_id"] / "metrics.json").read_text())
+    b = json.loads(
+        (tmp_path / "reports" / second["run_id"] / "metrics.json").read_text()
+    )
+    assert b["cached_stages"] == []
+
+    def numbers(m):
+        drop = {"fit_seconds", "train_seconds", "gan_dir", "seconds"}
+
+        def clean(obj):
+            if isinstance(obj, dict):
+                return {k: clean(v) for k, v in obj.items() if k not in drop}
+            if isinstance(obj, list):
+                return [clean(v) for v in obj]
+            return obj
+
+        return clean(
+            {k: m[k] for k in ("results", "summary", "comparison", "fidelity")}
+        )
+
+    assert numbers(a) == numbers(b)
+    pa = pd.read_parquet(reports / first["run_id"] / "predictions.parquet")
+    pb = pd.read_parquet(
+        tmp_path / "reports" / second["run_id"] / "predictions.parquet"
+    )
+    pd.testing.assert_frame_equal(pa, pb)

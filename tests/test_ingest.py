@@ -140,3 +140,58 @@ def test_missing_path_and_directory(tmp_path):
         read_transactions(tmp_path / "nope.csv")
     with pytest.raises(DataValidationError, match="is a directory"):
         read_transactions(tmp_path)
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    column=st.sampled_from(list(COLUMNS)),
+    row=st.integers(0, 39),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf, "x1", "", "1,5", "nan?", 7]),
+)
+def test_any_single_bad_cell_is_named_by_column_and_row(demo_frame, column, row, bad):
+    """Property: one bad cell anywhere is reported with its column and row (or, for a
+    label other than 0/1, as such), in one line, and never accepted."""
+    from pipeline.ingest import validate_frame
+
+    frame = demo_frame.iloc[:40].astype(object).copy()
+    if bad == 7 and column != "Class":
+        bad = np.nan  # 7 is a valid feature or amount; only a bad label
+    frame.loc[row, column] = bad
+    with pytest.raises(DataValidationError) as info:
+        validate_frame(frame, "f.csv")
+    message = str(info.value)
+    assert message.startswith("f.csv: column ") and "\n" not in message
+    assert f"column {column}" in message
+    if column != "Class" or bad in ("x1", "", "1,5", "nan?") or bad != bad:
+        assert f"row {row} (line {row + 2})" in message
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(
+        st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False),
+        min_size=31,
+        max_size=31,
+    ),
+    label=st.sampled_from([0, 1]),
+)
+def test_valid_rows_pass_through_unchanged(demo_frame, values, label):
+    """Property: any finite features with a non-negative amount are accepted and
+    returned exactly (as float64), whatever their type in the input."""
+    from pipeline.ingest import validate_frame
+
+    frame = demo_frame.iloc[:5].copy()
+    row = {c: v for c, v in zip(COLUMNS[:-1], values, strict=False)}
+    row["Amount"] = abs(row["Amount"])
+    for c, v in row.items():
+        frame[c] = frame[c].astype(np.float64)
+        frame.loc[2, c] = v
+    frame.loc[2, "Class"] = label
+    out = validate_frame(frame.astype(str) if label else frame, "f.csv")
+    for c, v in row.items():
+        assert out.loc[2, c] == pytest.approx(v, rel=1e-12, abs=1e-300)
+    assert out.loc[2, "Class"] == label
