@@ -26,7 +26,23 @@ FLOW_NAME = "fraud-augmentation"
 # (pipeline.stages: ingest, prepare, train-gan), so Prefect's task cache stays off.
 
 
-@task(name="fetch-data", cache_policy=NO_CACHE, retries=3, retry_delay_seconds=10)
+def _retry_io_only(task, task_run, state) -> bool:
+    """Retry what a retry can fix (network, file system); never bad data or config."""
+    from pipeline.errors import FetchError, PipelineError
+
+    exc = state.result(raise_on_failure=False)
+    return isinstance(exc, FetchError | OSError) or not isinstance(
+        exc, PipelineError | ValueError | TypeError
+    )
+
+
+@task(
+    name="fetch-data",
+    cache_policy=NO_CACHE,
+    retries=3,
+    retry_delay_seconds=10,
+    retry_condition_fn=_retry_io_only,
+)
 def fetch_data(dest: str) -> dict:
     from pipeline.datasets import fetch_creditcard
 
@@ -38,7 +54,13 @@ def fetch_data(dest: str) -> dict:
     }
 
 
-@task(name="ingest", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+@task(
+    name="ingest",
+    cache_policy=NO_CACHE,
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=_retry_io_only,
+)
 def ingest(data_path: str, cache_dir: str) -> dict:
     return stages.stage_ingest(data_path, cache_dir)
 

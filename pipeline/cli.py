@@ -93,6 +93,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not data.exists():
         hint = " (run `fraudaug fetch-data` first)" if args.data == DEFAULT_DATA else ""
         raise DataValidationError(f"{data}: no such file{hint}")
+    # Validate (and cache) the data before Prefect starts: bad data is one line,
+    # exit 2, nothing written; the flow's ingest then reuses the cached copy.
+    from pipeline.stages import stage_ingest
+
+    stage_ingest(data, config.data.cache_dir)
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
     from flows.fraud_flow import with_task_runner

@@ -268,3 +268,14 @@ def test_minority_only_batches(model_space):
     )
     _, cond = next(iter(ds))
     assert float(tf.reduce_min(cond[:, 1])) == 1.0
+
+
+def test_too_few_frauds_to_train_the_gan_is_a_data_error():
+    from pipeline.config import GANConfig
+    from pipeline.errors import DataValidationError
+    from pipeline.gan.trainer import train_cwgan_gp
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 4)), np.r_[np.ones(5), np.zeros(195)].astype(int)
+    with pytest.raises(DataValidationError, match=r"only 5 fraud rows .* at least 10"):
+        train_cwgan_gp(X, y, GANConfig(steps=2), random_state=0)
