@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import math
 from collections.abc import Sequence
@@ -417,6 +418,11 @@ def render_index(runs: list[dict[str, Any]]) -> str:
     )
 
 
+def _md_code(text: str) -> str:
+    """Untrusted text as inline Markdown code: no markup, no HTML, no way out."""
+    return "`" + html.escape(str(text).replace("`", "'"), quote=False) + "`"
+
+
 def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) -> str:
     """A short Markdown summary of a run (for a Prefect artifact): the generated
     headline and verdicts, the registry decision, the cached stages."""
@@ -434,13 +440,13 @@ def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) ->
     data = metrics["data"]
     lines += [
         "",
-        f"Data: `{data['path']}` ({data['rows']:,} rows, {data['frauds']:,} frauds, "
-        f"sha256 `{data['sha256'][:12]}`); profile `{metrics['profile']}`, "
+        f"Data: {_md_code(data['path'])} ({data['rows']:,} rows, {data['frauds']:,} "
+        f"frauds, sha256 `{data['sha256'][:12]}`); profile `{metrics['profile']}`, "
         f"{metrics['n_splits']} split(s), seed {metrics['seed']}, "
         f"{metrics.get('duration_seconds') or 0:.0f} s.",
     ]
     if report_path:
-        lines += ["", f"Report: `{report_path}`"]
+        lines += ["", f"Report: {_md_code(report_path)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -168,3 +168,17 @@ def test_index_lists_runs_and_charts_history():
     for run in runs:
         assert f'href="{run["run_id"]}/report.html"' in html
     assert "<svg" in html
+
+
+def test_artifact_texts_escape_untrusted_paths():
+    from pipeline.report import summary_markdown, summary_table
+
+    md = summary_markdown(
+        _metrics(path="x`<script>alert(1)</script>`.csv"), "/r/`x`.html"
+    )
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert md.count("`") % 2 == 0  # every code span closed: nothing escapes it
+    assert "smote vs none: +0.020 AUPRC" in md
+    rows = summary_table(_metrics())
+    assert [r["method"] for r in rows] == ["none", "smote", "cwgan_gp"]
+    assert rows[1]["delta_vs_none"] == 0.02 and rows[1]["significant"] is True
