@@ -21,13 +21,14 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: help install browser run server serve test lint format clean
+.PHONY: help install browser run server serve bench test lint format clean
 
 help:
 	@echo "make run    set up .venv, obtain the real data, run the pipeline (PROFILE=$(PROFILE))"
 	@echo "make test   set up .venv, run the whole test suite"
 	@echo "make server start a local Prefect server on 127.0.0.1:$(PREFECT_PORT)"
 	@echo "make serve  serve the nightly and on-demand deployments (PROFILE=$(PROFILE))"
+	@echo "make bench  the benchmark suite on the real data (prints JSON)"
 	@echo "make lint   ruff check + format check"
 
 $(STAMP): pyproject.toml
@@ -59,6 +60,11 @@ server: $(STAMP)
 serve: $(STAMP)
 	PREFECT_API_URL=$${PREFECT_API_URL:-http://127.0.0.1:$(PREFECT_PORT)/api} \
 	  $(BIN)/fraudaug serve --data "$(DATA)" --profile "$(PROFILE)" --cron "$(CRON)"
+
+# The benchmark suite on the real data (about 13 minutes on 2 cores).
+bench: $(STAMP)
+	@test -f "$(DATA)" || $(BIN)/fraudaug fetch-data --dest "$(DATA)"
+	$(BIN)/python -m benchmarks --data "$(DATA)"
 
 # The browser test drives Debian's chromium through Playwright (no browser download).
 browser:

@@ -1,0 +1,333 @@
+"""The benchmark suite: ``python -m benchmarks`` (or ``make bench``).
+
+Measures, on the real data (``data/raw/creditcard.csv``; ``fraudaug fetch-data``):
+
+- ``trainer_vs_bare_ratio``: the project's GAN trainer (Keras ``fit`` with the
+  non-finite guard, trackers and the stateless batch stream) against a minimal
+  ``tf.function`` critic/generator step with the same networks and penalty, in the
+  same process, batch 512, on split 0's training frauds (the reference runs all its
+  steps inside one ``tf.function``). Rates come from the
+  difference of two run lengths, so fixed start-up costs cancel.
+- ``generate_rows_per_s``: 1,000,000 generated rows.
+- ``ingest_csv_s`` / ``ingest_cached_s``: the 150 MB CSV validated and cached, then
+  the cache hit (sha256 of the file and of the cached Parquet).
+- ``detector_fit_s``: per-method XGBoost fit seconds in the ``default`` run.
+- ``default_profile_wall_s`` / ``default_profile_peak_rss_mb``: ``fraudaug run
+  --profile default`` end to end in a subprocess, with an empty stage cache.
+- ``scaling``: detector fit seconds at 10k, 50k and 284k rows, and seconds per split.
+- ``device``.
+
+Prints one JSON object and writes it to ``benchmarks/results/<date>.json``.
+``--skip-run`` leaves out the (9-minute) ``default`` run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BATCH = 512
+
+
+def _split0(data_path: str, cache: Path):
+    from pipeline.config import load_config, run_seeds
+    from pipeline.stages import load_split_data, stage_ingest, stage_prepare
+
+    config = load_config("default")
+    ingested = stage_ingest(data_path, cache)
+    prepared = stage_prepare(
+        ingested["frame_path"], cache / "run", config, run_seeds(0, 3)["split"], cache
+    )
+    data = load_split_data(
+        ingested["frame_path"],
+        prepared["splits_path"],
+        prepared["transformer_paths"][0],
+        0,
+    )
+    return config, ingested, data
+
+
+def _rate(run, short: int, long: int, repeats: int) -> float:
+    """Steps per second from ``run(n)`` timings: (long - short) / (t_long - t_short),
+    median over repeats."""
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run(short)
+        t1 = time.perf_counter()
+        run(long)
+        t2 = time.perf_counter()
+        rates.append((long - short) / ((t2 - t1) - (t1 - t0)))
+    return float(np.median(rates))
+
+
+def bench_trainer(config, X, y, repeats: int) -> dict:
+    import keras
+    import tensorflow as tf
+
+    from pipeline.gan.networks import build_critic, build_generator
+    from pipeline.gan.penalty import gradient_penalty
+    from pipeline.gan.trainer import train_cwgan_gp
+
+    gan = config.gan.model_copy(update={"batch_size": BATCH, "eval_every": 10**6})
+    rows_per_step = gan.batch_size * gan.n_critic
+
+    def trainer(steps: int) -> None:
+        train_cwgan_gp(X, y, gan.model_copy(update={"steps": steps}), random_state=0)
+
+    frauds = tf.constant(X[y == 1], dtype="float32")
+    n_features = X.shape[1]
+    generator = build_generator(
+        n_features, latent_dim=gan.latent_dim, widths=gan.generator_widths
+    )
+    critic = build_critic(n_features, widths=gan.critic_widths)
+    g_opt = keras.optimizers.Adam(gan.learning_rate, gan.beta_1, gan.beta_2)
+    c_opt = keras.optimizers.Adam(gan.learning_rate, gan.beta_1, gan.beta_2)
+    condition = tf.one_hot(tf.ones(gan.batch_size, "int32"), 2)
+
+    def bare_step():
+        for _ in range(gan.n_critic):
+            idx = tf.random.uniform((gan.batch_size,), 0, tf.shape(frauds)[0], "int32")
+            real = tf.gather(frauds, idx)
+            with tf.GradientTape() as tape:
+                z = tf.random.normal((gan.batch_size, gan.latent_dim))
+                fake = generator([z, condition], training=True)
+                w = tf.reduce_mean(
+                    critic([real, condition], training=True)
+                ) - tf.reduce_mean(critic([fake, condition], training=True))
+                gp = gradient_penalty(critic, real, fake, condition)
+                loss = -w + gan.gp_weight * gp
+            grads = tape.gradient(loss, critic.trainable_weights)
+            c_opt.apply_gradients(zip(grads, critic.trainable_weights, strict=True))
+        with tf.GradientTape() as tape:
+            z = tf.random.normal((gan.batch_size, gan.latent_dim))
+            loss = -tf.reduce_mean(critic([generator([z, condition]), condition]))
+        grads = tape.gradient(loss, generator.trainable_weights)
+        g_opt.apply_gradients(zip(grads, generator.trainable_weights, strict=True))
+
+    @tf.function
+    def run_bare(n):
+        # The whole loop in one graph: the reference at its fastest.
+        for _ in tf.range(n):
+            bare_step()
+
+    def bare(steps: int) -> None:
+        run_bare(tf.constant(steps))
+
+    bare(5)  # trace once
+    trainer_steps = _rate(trainer, 60, 260, repeats)
+    bare_steps = _rate(bare, 60, 260, repeats)
+    return {
+        "batch_size": gan.batch_size,
+        "n_critic": gan.n_critic,
+        "trainer_steps_per_s": round(trainer_steps, 2),
+        "trainer_rows_per_s": round(trainer_steps * rows_per_step),
+        "bare_steps_per_s": round(bare_steps, 2),
+        "bare_rows_per_s": round(bare_steps * rows_per_step),
+        "trainer_vs_bare_ratio": round(trainer_steps / bare_steps, 3),
+    }
+
+
+def bench_generate(config, X, y) -> dict:
+    from pipeline.gan.trainer import generate_rows, train_cwgan_gp
+
+    trained = train_cwgan_gp(
+        X, y, config.gan.model_copy(update={"steps": 20}), random_state=0
+    )
+    generate_rows(trained.generator, 10_000, latent_dim=trained.latent_dim)  # warm up
+    times = []
+    for seed in range(3):
+        t0 = time.perf_counter()
+        rows = generate_rows(
+            trained.generator,
+            1_000_000,
+            latent_dim=trained.latent_dim,
+            random_state=seed,
+        )
+        times.append(time.perf_counter() - t0)
+    assert rows.shape[0] == 1_000_000
+    return {"generate_rows_per_s": round(1_000_000 / float(np.median(times)))}
+
+
+def bench_ingest(data_path: str, repeats: int) -> dict:
+    from pipeline.stages import stage_ingest
+
+    fresh, cached = [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            first = stage_ingest(data_path, tmp)
+            t1 = time.perf_counter()
+            second = stage_ingest(data_path, tmp)
+            t2 = time.perf_counter()
+            assert not first["cached"] and second["cached"]
+            fresh.append(t1 - t0)
+            cached.append(t2 - t1)
+    return {
+        "ingest_csv_s": round(float(np.median(fresh)), 3),
+        "ingest_cached_s": round(float(np.median(cached)), 3),
+    }
+
+
+def bench_scaling(config, ingested) -> dict:
+    """Detector fit seconds (``none`` and ``smote``) on stratified subsets."""
+    import pandas as pd
+    from sklearn.model_selection import train_test_split
+
+    from pipeline.artifacts import load_parquet
+    from pipeline.detect import (
+        fit_detection_pipeline,
+        make_detection_pipeline,
+        make_detector,
+        make_sampler,
+    )
+    from pipeline.preprocess import TabularTransformer
+
+    frame = load_parquet(ingested["frame_path"])
+    out = {}
+    for n in (10_000, 50_000, len(frame)):
+        part = (
+            frame
+            if n == len(frame)
+            else train_test_split(
+                frame, train_size=n, stratify=frame["Class"], random_state=0
+            )[0]
+        )
+        train, rest = train_test_split(
+            part, train_size=0.6, stratify=part["Class"], random_state=0
+        )
+        transformer = TabularTransformer().fit(train)
+        Xt, yt = transformer.transform(train), train["Class"].to_numpy()
+        Xv, yv = transformer.transform(rest), rest["Class"].to_numpy()
+        row = {}
+        for method in ("none", "smote"):
+            pipeline = make_detection_pipeline(
+                make_sampler(method, config.evaluation, random_state=0),
+                make_detector(config.detector, random_state=0),
+            )
+            t0 = time.perf_counter()
+            fit_detection_pipeline(pipeline, Xt, yt, Xv, yv)
+            row[f"{method}_fit_s"] = round(time.perf_counter() - t0, 2)
+        out[str(len(part))] = row
+    del pd
+    return out
+
+
+def bench_default_run(data_path: str) -> dict:
+    """``fraudaug run --profile default`` in a subprocess, empty stage cache."""
+    fraudaug = str(Path(sys.executable).parent / "fraudaug")
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [
+                fraudaug, "run", "--data", data_path, "--profile", "default",
+                "--reports", f"{tmp}/reports", "--models", f"{tmp}/models",
+                "--set", f"data.cache_dir={json.dumps(tmp + '/cache')}",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PREFECT_HOME": f"{tmp}/prefect"},
+        )  # fmt: skip
+        wall = time.perf_counter() - t0
+        if proc.returncode:
+            raise RuntimeError(f"default run failed: {proc.stderr[-2000:]}")
+        report = Path(proc.stdout.strip().splitlines()[-1])
+        metrics = json.loads((report.parent / "metrics.json").read_text())
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    fit: dict[str, list[float]] = {}
+    for r in metrics["results"]:
+        fit.setdefault(r["method"], []).append(r["fit_seconds"])
+    flow_s = metrics["duration_seconds"]
+    return {
+        "default_profile_wall_s": round(wall, 1),
+        "default_profile_flow_s": flow_s,
+        "default_profile_peak_rss_mb": round(peak_kb / 1024),
+        "default_profile_report_mb": round(report.stat().st_size / 2**20, 3)
+        if report.exists()
+        else None,
+        "seconds_per_split": round(flow_s / metrics["n_splits"], 1),
+        "gan_train_s": [g["train_seconds"] for g in metrics["gan"]["splits"]],
+        "detector_fit_s": {m: round(float(np.median(v)), 2) for m, v in fit.items()},
+        "run_id": metrics["run_id"],
+    }
+
+
+def device() -> dict:
+    import tensorflow as tf
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpus = tf.config.list_physical_devices("GPU")
+    return {
+        "kind": "GPU" if gpus else "CPU",
+        "gpus": [g.name for g in gpus],
+        "cpu": cpu,
+        "cpu_cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="data/raw/creditcard.csv")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--skip-run", action="store_true", help="no default-profile run"
+    )
+    parser.add_argument("--out", help="default: benchmarks/results/<date>.json")
+    args = parser.parse_args(argv)
+    if not Path(args.data).is_file():
+        sys.exit(f"benchmarks: {args.data}: no such file (run `fraudaug fetch-data`)")
+    started = time.perf_counter()
+    result: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    result["device"] = device()
+    result.update(bench_ingest(args.data, args.repeats))
+    with tempfile.TemporaryDirectory() as tmp:
+        config, ingested, data = _split0(args.data, Path(tmp))
+        X, y = data["train"]["X"], data["train"]["y"]
+        trainer = bench_trainer(config, X, y, args.repeats)
+        result["trainer_vs_bare_ratio"] = trainer.pop("trainer_vs_bare_ratio")
+        result["trainer"] = trainer
+        result.update(bench_generate(config, X, y))
+        result["scaling"] = {"detector_fit_s_by_rows": bench_scaling(config, ingested)}
+    if args.skip_run:
+        result["default_profile_wall_s"] = result["default_profile_peak_rss_mb"] = None
+    else:
+        run = bench_default_run(args.data)
+        result["default_profile_wall_s"] = run.pop("default_profile_wall_s")
+        result["default_profile_peak_rss_mb"] = run.pop("default_profile_peak_rss_mb")
+        result["detector_fit_s"] = run.pop("detector_fit_s")
+        result["scaling"]["seconds_per_split"] = run.pop("seconds_per_split")
+        result["default_run"] = run
+    result["bench_wall_s"] = round(time.perf_counter() - started, 1)
+    out = Path(args.out) if args.out else RESULTS / f"{result['date'][:10]}.json"
+    from pipeline.artifacts import save_json
+
+    save_json(out, result)
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return result
+
+
+if __name__ == "__main__":
+    main()
