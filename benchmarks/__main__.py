@@ -247,6 +247,7 @@ def bench_default_run(data_path: str) -> dict:
             raise RuntimeError(f"default run failed: {proc.stderr[-2000:]}")
         report = Path(proc.stdout.strip().splitlines()[-1])
         metrics = json.loads((report.parent / "metrics.json").read_text())
+        report_mb = round(report.stat().st_size / 2**20, 3)
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     fit: dict[str, list[float]] = {}
     for r in metrics["results"]:
@@ -256,9 +257,7 @@ def bench_default_run(data_path: str) -> dict:
         "default_profile_wall_s": round(wall, 1),
         "default_profile_flow_s": flow_s,
         "default_profile_peak_rss_mb": round(peak_kb / 1024),
-        "default_profile_report_mb": round(report.stat().st_size / 2**20, 3)
-        if report.exists()
-        else None,
+        "default_profile_report_mb": report_mb,
         "seconds_per_split": round(flow_s / metrics["n_splits"], 1),
         "gan_train_s": [g["train_seconds"] for g in metrics["gan"]["splits"]],
         "detector_fit_s": {m: round(float(np.median(v)), 2) for m, v in fit.items()},

@@ -265,13 +265,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time (added once per process)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "run":  # in a run, Prefect's handlers show pipeline's logs
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
         package_logger = logging.getLogger("pipeline")
-        package_logger.addHandler(handler)
+        if not any(isinstance(h, _StderrHandler) for h in package_logger.handlers):
+            handler = _StderrHandler()
+            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+            package_logger.addHandler(handler)
         package_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     try:
         return args.func(args)

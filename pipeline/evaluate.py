@@ -198,6 +198,11 @@ def paired_difference(
     }
 
 
+def format_p(p: float) -> str:
+    """Two decimals, or three below 0.01 (so 0.002 never reads as 0.00)."""
+    return f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
 def verdict_line(comparison: dict) -> str:
     """One sentence generated from a paired comparison's numbers."""
     c = comparison
@@ -211,7 +216,7 @@ def verdict_line(comparison: dict) -> str:
     return (
         f"{c['method']} vs {c['baseline']}: {c['mean_diff']:+.3f} {name}, 95 % CI "
         f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}], {verdict} "
-        f"(Wilcoxon p = {c['p_wilcoxon']:.2f}, {c['n_splits']} splits)"
+        f"(Wilcoxon p = {format_p(c['p_wilcoxon'])}, {c['n_splits']} splits)"
     )
 
 

@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from pipeline import charts
-from pipeline.evaluate import METRICS
+from pipeline.evaluate import METRICS, format_p
 
 # Report colours for the fidelity sources that are not methods.
 REAL_COLOUR = "#333333"
@@ -48,6 +48,7 @@ def _env() -> Environment:
     )
     env.filters["num"] = _num
     env.filters["ci"] = _ci
+    env.filters["p"] = format_p
     env.filters["signed"] = lambda v, d=4: "–" if v is None else f"{v:+.{d}f}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True)
     script, csp = _script()
@@ -136,7 +137,7 @@ def _summary_charts(metrics: dict) -> list[Markup]:
                         "points": c.get("per_split", []),
                         "colour": colours.get(c["method"], "#555"),
                         "note": (
-                            f"Wilcoxon p = {c['p_wilcoxon']:.2f}"
+                            f"Wilcoxon p = {format_p(c['p_wilcoxon'])}"
                             if c.get("p_wilcoxon") is not None
                             else None
                         ),

@@ -68,3 +68,39 @@ def test_bad_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as info:
         main(["run", "--profile", "fast"])
     assert info.value.code == 2
+
+
+def test_a_full_disk_is_one_line_exit_2(tmp_path, sample_path, monkeypatch, capsys):
+    """ENOSPC (or EROFS) while writing: a one-line error naming the file, exit 2."""
+    import errno
+
+    import pipeline.artifacts as artifacts
+
+    def full(*args, **kwargs):
+        raise OSError(
+            errno.ENOSPC, "No space left on device", str(tmp_path / "x.parquet")
+        )
+
+    monkeypatch.setattr(artifacts, "save_parquet", full)
+    monkeypatch.setattr("pipeline.stages.save_parquet", full)
+    cache = f"data.cache_dir={tmp_path / 'c'}"  # a bare word is a string
+    code = main(
+        ["run", "--data", str(sample_path), "--reports", str(tmp_path / "r"),
+         "--models", str(tmp_path / "m"), "--set", cache]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    # (Earlier tests in this process may have left the library's INFO lines on.)
+    last = err.strip().splitlines()[-1]
+    assert last == f"fraudaug: error: {tmp_path / 'x.parquet'}: No space left on device"
+    assert "Traceback" not in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "m").exists()
+
+
+def test_score_needs_the_feature_columns(tmp_path, capsys, demo_frame):
+    bad = tmp_path / "bad.csv"
+    demo_frame.drop(columns=["V3"]).to_csv(bad, index=False)
+    assert main(["score", "--in", str(bad), "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "missing column(s) V3" in err and "Class optional" in err
+    assert not (tmp_path / "o.csv").exists()
