@@ -109,7 +109,7 @@ def line_chart(
         parts.append(
             f'<line x1="{left}" y1="{py(fy):.1f}" x2="{left + pw}" y2="{py(fy):.1f}" '
             f'class="grid"/><text x="{left - 6}" y="{py(fy) + 4:.1f}" class="tick" '
-            f'text-anchor="end">{tick(fy)}</text>'
+            f'text-anchor="end">{tick(fy, (y1 - y0) / 4)}</text>'
         )
     ticks = x_ticks or [
         (x0 + (x1 - x0) * i / 4, tick(x0 + (x1 - x0) * i / 4)) for i in range(5)
