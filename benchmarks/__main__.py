@@ -185,7 +185,6 @@ def bench_ingest(data_path: str, repeats: int) -> dict:
 
 def bench_scaling(config, ingested) -> dict:
     """Detector fit seconds (``none`` and ``smote``) on stratified subsets."""
-    import pandas as pd
     from sklearn.model_selection import train_test_split
 
     from pipeline.artifacts import load_parquet
@@ -223,7 +222,6 @@ def bench_scaling(config, ingested) -> dict:
             fit_detection_pipeline(pipeline, Xt, yt, Xv, yv)
             row[f"{method}_fit_s"] = round(time.perf_counter() - t0, 2)
         out[str(len(part))] = row
-    del pd
     return out
 
 

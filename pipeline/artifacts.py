@@ -72,6 +72,30 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
+def atomic_dir(path: str | Path, *, replace: bool = True) -> Iterator[Path]:
+    """Yield a temporary folder beside ``path``; rename it into place on success.
+
+    An existing ``path`` is replaced, or kept as it is with ``replace=False`` (the
+    new copy is then dropped). On an exception the temporary folder is removed.
+    """
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists() and not replace:
+            shutil.rmtree(tmp)
+            return
+        shutil.rmtree(path, ignore_errors=True)
+        tmp.rename(path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
 def file_lock(path: str | Path) -> Iterator[None]:
     """An exclusive advisory lock (``flock``) on ``path``, created if needed;
     blocks until free. Released when the block ends or the process dies."""

@@ -137,7 +137,6 @@ def _describe_row(kind: str, row: int) -> str:
 
 def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> None:
     columns = [str(c).strip() for c in frame.columns]
-    expected = COLUMNS if labelled else (*FEATURES, TARGET)
     if len(columns) == 1:
         for sep in (";", "\t", "|"):
             if sep in columns[0]:
@@ -146,7 +145,7 @@ def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> No
                     "expected a comma-separated file"
                 )
     missing = [c for c in (COLUMNS if labelled else FEATURES) if c not in columns]
-    extra = [c for c in columns if c not in expected]
+    extra = [c for c in columns if c not in COLUMNS]  # Class is optional, not extra
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     problems = []
     if missing:

@@ -21,7 +21,6 @@ detector. It replaces the champion only if it beats it on the same held-out rows
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import average_precision_score
 
-from pipeline.artifacts import file_lock, file_sha256, load_json, save_json
+from pipeline.artifacts import atomic_dir, file_lock, file_sha256, load_json, save_json
 from pipeline.errors import ArtifactError, PipelineError
 from pipeline.preprocess import TabularTransformer
 
@@ -146,12 +145,10 @@ def _write_version(
     fit_rows: np.ndarray,
     meta: dict[str, Any],
 ) -> Path:
-    """Write a version folder completely in a temporary folder, then rename it."""
-    versions = models_dir / VERSIONS
-    versions.mkdir(parents=True, exist_ok=True)
-    final = versions / version
-    tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=versions))
-    try:
+    """Write a version folder completely in a temporary folder, then rename it;
+    a rerun of the same run keeps the first, complete copy."""
+    final = models_dir / VERSIONS / version
+    with atomic_dir(final, replace=False) as tmp:
         shutil.copyfile(detector_path, tmp / "detector.ubj")
         shutil.copyfile(transformer_path, tmp / "transformer.json")
         save_json(tmp / "fit_rows.json", {"rows": [int(r) for r in np.sort(fit_rows)]})
@@ -161,13 +158,6 @@ def _write_version(
             "sha256": {n: file_sha256(tmp / n) for n in _FILES},
         }
         save_json(tmp / "model.json", meta)
-        if final.exists():  # a rerun of the same run: keep the first, complete copy
-            shutil.rmtree(tmp)
-        else:
-            tmp.rename(final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return final
 
 
@@ -219,8 +209,8 @@ def decide_and_record(
             scores = np.asarray(test_scores)
             if champion["data_sha256"] == data_sha256:
                 # Only rows the champion never fitted, early-stopped or thresholded on.
-                seen = set(load_json(Path(champion["path"]) / "fit_rows.json")["rows"])
-                keep = np.array([r not in seen for r in rows.tolist()], dtype=bool)
+                seen = load_json(Path(champion["path"]) / "fit_rows.json")["rows"]
+                keep = ~np.isin(rows, seen)
                 rows, scores = rows[keep], scores[keep]
                 decision["held_out"] = (
                     "test rows of the challenger's split the champion never saw"

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.artifacts import (
+    atomic_dir,
     atomic_path,
     file_lock,
     file_sha256,
@@ -217,24 +218,15 @@ def _cache_valid(entry: Path) -> bool:
 
 def _cache_put(entry: Path, files: dict[str, Path]) -> None:
     """Copy ``files`` (name -> source) into the cache entry, all or nothing."""
-    import tempfile
-
     if _cache_valid(entry):
         return
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
-    try:
+    with atomic_dir(entry) as tmp:
         for name, source in files.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, tmp / name)
         save_json(
             tmp / "done.json", {"sha256": {n: file_sha256(tmp / n) for n in files}}
         )
-        shutil.rmtree(entry, ignore_errors=True)
-        tmp.rename(entry)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _cache_get(entry: Path, destination: Path) -> bool:
