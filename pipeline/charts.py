@@ -52,6 +52,26 @@ def _attr(value: Any) -> str:
     return str(escape(str(value)))
 
 
+def _svg_open(
+    width: float,
+    height: float,
+    title: str,
+    kind: str,
+    *,
+    title_x: float = 8,
+    attrs: str = "",
+) -> list[str]:
+    """The opening of every chart: the ``<svg>`` element, its accessible title and
+    the visible one."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
+        f'class="{kind}"{" " + attrs if attrs else ""}>',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{title_x}" y="18" class="chart-title">{escape(title)}</text>',
+    ]
+
+
 def line_chart(
     series: Sequence[dict[str, Any]],
     *,
@@ -97,11 +117,7 @@ def line_chart(
     }  # fmt: skip
     data_attrs = " ".join(f'data-{k}="{_attr(v)}"' for k, v in frame.items())
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
-        f'class="chart" {data_attrs}>',
-        f"<title>{escape(title)}</title>",
-        f'<text x="{left}" y="18" class="chart-title">{escape(title)}</text>',
+        *_svg_open(width, height, title, "chart", title_x=left, attrs=data_attrs),
         f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>',
     ]
     for i in range(5):
@@ -199,13 +215,7 @@ def interval_chart(
         return left + (x - lo) / (hi - lo) * pw
 
     fmt = f"{{:+.{digits}f}}" if reference == 0 else f"{{:.{digits}f}}"
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
-        'class="chart interval">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="8" y="18" class="chart-title">{escape(title)}</text>',
-    ]
+    parts = _svg_open(width, height, title, "chart interval")
     for i in range(5):
         fx = lo + (hi - lo) * i / 4
         parts.append(
@@ -278,13 +288,7 @@ def heatmap(
     left, top = 44, 30
     size = n * cell
     width, height = left + size + 70, top + size + 44
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" aria-label="{escape(title)}" '
-        'class="chart heatmap">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="8" y="18" class="chart-title">{escape(title)}</text>',
-    ]
+    parts = _svg_open(width, height, title, "chart heatmap")
     for i, row in enumerate(matrix):
         for j, value in enumerate(row):
             parts.append(

@@ -114,13 +114,18 @@ def _run(env, *args, timeout=600):
     )
 
 
-def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
-    root, env = served
-    done = _run(
+def _smoke_on_demand(env):
+    """What the README shows: trigger on-demand with the smoke profile and watch."""
+    return _run(
         env,
         "deployment", "run", "fraud-augmentation/on-demand", "--watch",
         "--params", json.dumps({"profile": "smoke", "overrides": FAST}),
     )  # fmt: skip
+
+
+def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
+    root, env = served
+    done = _smoke_on_demand(env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Completed" in done.stdout
     runs = sorted(p for p in (root / "reports").iterdir() if p.name[:2] == "20")
@@ -139,11 +144,7 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     assert metrics["comparison"]["headline"][:40] in summary
 
     # Unchanged data: the second run reuses ingest, preprocessing and the GAN.
-    again = _run(
-        env,
-        "deployment", "run", "fraud-augmentation/on-demand", "--watch",
-        "--params", json.dumps({"profile": "smoke", "overrides": FAST}),
-    )  # fmt: skip
+    again = _smoke_on_demand(env)
     assert again.returncode == 0, again.stdout + again.stderr
     runs = sorted(p for p in (root / "reports").iterdir() if p.name[:2] == "20")
     second = json.loads((runs[-1] / "metrics.json").read_text())
