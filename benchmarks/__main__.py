@@ -43,11 +43,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 512
 
 
-def _split0(data_path: str, cache: Path):
+def _split0(data_path: str, cache: Path, gan: dict | None = None):
     from pipeline.config import load_config, run_seeds
     from pipeline.stages import load_split_data, stage_ingest, stage_prepare
 
-    config = load_config("default")
+    config = load_config("default", overrides={"gan": gan} if gan else None)
     ingested = stage_ingest(data_path, cache)
     prepared = stage_prepare(
         ingested["frame_path"], cache / "run", config, run_seeds(0, 3)["split"], cache
@@ -75,7 +75,11 @@ def _rate(run, short: int, long: int, repeats: int) -> float:
     return float(np.median(rates))
 
 
-def bench_trainer(config, X, y, repeats: int) -> dict:
+def bench_trainer(
+    config, X, y, repeats: int, batch_size: int = BATCH, lengths=(60, 260)
+) -> dict:
+    """Trainer and bare reference at ``batch_size``, both under ``config.gan``'s
+    ``precision`` and ``jit_compile``."""
     import keras
     import tensorflow as tf
 
@@ -83,7 +87,7 @@ def bench_trainer(config, X, y, repeats: int) -> dict:
     from pipeline.gan.penalty import gradient_penalty
     from pipeline.gan.trainer import train_cwgan_gp
 
-    gan = config.gan.model_copy(update={"batch_size": BATCH, "eval_every": 10**6})
+    gan = config.gan.model_copy(update={"batch_size": batch_size, "eval_every": 10**6})
     rows_per_step = gan.batch_size * gan.n_critic
 
     def trainer(steps: int) -> None:
@@ -92,9 +96,12 @@ def bench_trainer(config, X, y, repeats: int) -> dict:
     frauds = tf.constant(X[y == 1], dtype="float32")
     n_features = X.shape[1]
     generator = build_generator(
-        n_features, latent_dim=gan.latent_dim, widths=gan.generator_widths
+        n_features,
+        latent_dim=gan.latent_dim,
+        widths=gan.generator_widths,
+        dtype=gan.precision,
     )
-    critic = build_critic(n_features, widths=gan.critic_widths)
+    critic = build_critic(n_features, widths=gan.critic_widths, dtype=gan.precision)
     g_opt = keras.optimizers.Adam(gan.learning_rate, gan.beta_1, gan.beta_2)
     c_opt = keras.optimizers.Adam(gan.learning_rate, gan.beta_1, gan.beta_2)
     condition = tf.one_hot(tf.ones(gan.batch_size, "int32"), 2)
@@ -119,7 +126,7 @@ def bench_trainer(config, X, y, repeats: int) -> dict:
         grads = tape.gradient(loss, generator.trainable_weights)
         g_opt.apply_gradients(zip(grads, generator.trainable_weights, strict=True))
 
-    @tf.function
+    @tf.function(jit_compile=gan.jit_compile)
     def run_bare(n):
         # The whole loop in one graph: the reference at its fastest.
         for _ in tf.range(n):
@@ -129,11 +136,13 @@ def bench_trainer(config, X, y, repeats: int) -> dict:
         run_bare(tf.constant(steps))
 
     bare(5)  # trace once
-    trainer_steps = _rate(trainer, 60, 260, repeats)
-    bare_steps = _rate(bare, 60, 260, repeats)
+    trainer_steps = _rate(trainer, *lengths, repeats)
+    bare_steps = _rate(bare, *lengths, repeats)
     return {
         "batch_size": gan.batch_size,
         "n_critic": gan.n_critic,
+        "precision": gan.precision,
+        "jit_compile": gan.jit_compile,
         "trainer_steps_per_s": round(trainer_steps, 2),
         "trainer_rows_per_s": round(trainer_steps * rows_per_step),
         "bare_steps_per_s": round(bare_steps, 2),
@@ -142,7 +151,7 @@ def bench_trainer(config, X, y, repeats: int) -> dict:
     }
 
 
-def bench_generate(config, X, y) -> dict:
+def bench_generate(config, X, y, n_rows: int = 1_000_000) -> dict:
     from pipeline.gan.trainer import generate_rows, train_cwgan_gp
 
     trained = train_cwgan_gp(
@@ -154,13 +163,13 @@ def bench_generate(config, X, y) -> dict:
         t0 = time.perf_counter()
         rows = generate_rows(
             trained.generator,
-            1_000_000,
+            n_rows,
             latent_dim=trained.latent_dim,
             random_state=seed,
         )
         times.append(time.perf_counter() - t0)
-    assert rows.shape[0] == 1_000_000
-    return {"generate_rows_per_s": round(1_000_000 / float(np.median(times)))}
+    assert rows.shape[0] == n_rows
+    return {"generate_rows_per_s": round(n_rows / float(np.median(times)))}
 
 
 def bench_ingest(data_path: str, repeats: int) -> dict:
@@ -292,23 +301,55 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--skip-run", action="store_true", help="no default-profile run"
     )
+    parser.add_argument(
+        "--gan-only",
+        action="store_true",
+        help="only the GAN figures (trainer vs bare, generation) and the device; "
+        "what benchmarks/gpu_check.sh runs",
+    )
+    parser.add_argument(
+        "--precision", choices=("float32", "mixed_bfloat16"), default="float32"
+    )
+    parser.add_argument(
+        "--jit-compile", action="store_true", help="XLA-compile the training steps"
+    )
+    parser.add_argument("--batch-size", type=int, default=BATCH)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a check that the benchmark runs, not a measurement (one repeat, "
+        "few steps, 100k generated rows)",
+    )
     parser.add_argument("--out", help="default: benchmarks/results/<date>.json")
     args = parser.parse_args(argv)
     if not Path(args.data).is_file():
         sys.exit(f"benchmarks: {args.data}: no such file (run `fraudaug fetch-data`)")
     started = time.perf_counter()
+    repeats, lengths, n_rows = args.repeats, (60, 260), 1_000_000
+    if args.quick:
+        repeats, lengths, n_rows = 1, (5, 15), 100_000
     result: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
+    if args.quick:
+        result["quick"] = True
     result["device"] = device()
-    result.update(bench_ingest(args.data, args.repeats))
+    if not args.gan_only:
+        result.update(bench_ingest(args.data, repeats))
+    gan = {"precision": args.precision, "jit_compile": args.jit_compile}
     with tempfile.TemporaryDirectory() as tmp:
-        config, ingested, data = _split0(args.data, Path(tmp))
+        config, ingested, data = _split0(args.data, Path(tmp), gan)
+        result["data"] = {"path": args.data, "rows": ingested["rows"]}
         X, y = data["train"]["X"], data["train"]["y"]
-        trainer = bench_trainer(config, X, y, args.repeats)
+        trainer = bench_trainer(config, X, y, repeats, args.batch_size, lengths)
         result["trainer_vs_bare_ratio"] = trainer.pop("trainer_vs_bare_ratio")
         result["trainer"] = trainer
-        result.update(bench_generate(config, X, y))
-        result["scaling"] = {"detector_fit_s_by_rows": bench_scaling(config, ingested)}
-    if args.skip_run:
+        result.update(bench_generate(config, X, y, n_rows))
+        if not args.gan_only:
+            result["scaling"] = {
+                "detector_fit_s_by_rows": bench_scaling(config, ingested)
+            }
+    if args.gan_only:
+        pass
+    elif args.skip_run:
         result["default_profile_wall_s"] = result["default_profile_peak_rss_mb"] = None
     else:
         run = bench_default_run(args.data)

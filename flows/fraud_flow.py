@@ -287,10 +287,13 @@ def fraud_augmentation(
                 gan_dir,
             )
 
-        # Detectors that need no GAN go to the task runner first; the GANs then train
-        # one split after another (each already uses every core) and each split's
-        # cwgan_gp detector is submitted as soon as its GAN is saved. No worker thread
-        # ever sits blocked waiting for another task.
+        # Detectors that need no GAN go to the task runner's two workers; meanwhile
+        # the GANs train one split after another in the flow's own thread (a direct
+        # task call), and each split's cwgan_gp detector is submitted as soon as its
+        # GAN is saved. Measured: training uses about one core (24 vs 30 steps/s on
+        # one and two threads), so it runs beside the detectors instead of after
+        # them (submitted to the runner it would queue behind all 24 fits). No
+        # worker thread ever sits blocked waiting for another task.
         detector_futures = [
             submit_fit(split, method)
             for split in range(n_splits)
@@ -304,19 +307,17 @@ def fraud_augmentation(
             if "cwgan_gp" in methods:
                 _configure_tensorflow(config)
                 gan_dir = str(stages.split_dir(run_dir, split) / "gan")
-                gan = (
-                    train_gan.with_options(timeout_seconds=config.gan.timeout_seconds)
-                    .submit(
-                        data["frame_path"],
-                        prepared["splits_path"],
-                        prepared["transformer_paths"][split],
-                        split,
-                        config,
-                        seeds["gan"][split],
-                        gan_dir,
-                        config.data.cache_dir,
-                    )
-                    .result()
+                gan = train_gan.with_options(
+                    timeout_seconds=config.gan.timeout_seconds
+                )(
+                    data["frame_path"],
+                    prepared["splits_path"],
+                    prepared["transformer_paths"][split],
+                    split,
+                    config,
+                    seeds["gan"][split],
+                    gan_dir,
+                    config.data.cache_dir,
                 )
                 if gan.pop("cached", False):
                     cached.append(f"train-gan split {split}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 from sklearn.metrics import (
@@ -107,6 +109,69 @@ def compute_metrics(
     return out
 
 
+def _weighted_ap(
+    order: np.ndarray, y_sorted: np.ndarray, s_sorted: np.ndarray, counts
+) -> float:
+    """``average_precision_score(y[idx], s[idx])`` for the multiset ``idx`` given by
+    ``counts`` (how often each row was drawn), without building or sorting it.
+
+    ``order`` sorts the scores descending once; ``y_sorted``/``s_sorted`` are the
+    labels and scores in that order. Rows drawn ``k`` times weigh ``k`` (equal scores
+    are one threshold whatever their order, so weights are exactly duplicates);
+    undrawn rows are dropped, as scikit-learn drops zero weights. Every count is an
+    integer, so the cumulative sums are exact and the result equals scikit-learn's
+    on the resampled rows bit for bit (tested).
+    """
+    w = counts[order]
+    keep = w > 0
+    w = w[keep].astype(np.float64)
+    y_sorted = y_sorted[keep]
+    s_sorted = s_sorted[keep]
+    ends = np.r_[np.flatnonzero(np.diff(s_sorted)), len(s_sorted) - 1]
+    tps = np.cumsum(y_sorted * w)[ends]
+    fps = np.cumsum((1 - y_sorted) * w)[ends]
+    ps = tps + fps
+    precision = np.where(ps != 0, tps / np.where(ps != 0, ps, 1.0), 0.0)
+    recall = tps / tps[-1] if tps[-1] != 0 else np.ones_like(tps)
+    precision = np.r_[precision[::-1], 1.0]
+    recall = np.r_[recall[::-1], 0.0]
+    return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+
+
+def bootstrap_auprc(
+    y_true: np.ndarray,
+    scores: Sequence[np.ndarray],
+    *,
+    n_resamples: int,
+    random_state: int,
+) -> np.ndarray:
+    """AUPRC of each of ``scores`` on the same stratified bootstrap resamples of the
+    rows: shape ``(n_resamples, len(scores))``.
+
+    Each resample draws the positives and the negatives with replacement, each as
+    many as there are (the draws of ``numpy.random.default_rng(random_state)``,
+    positives first). Exactly ``average_precision_score`` on the resampled rows,
+    about 20x faster (no per-resample sort or validation).
+    """
+    rng = np.random.default_rng(random_state)
+    y = np.asarray(y_true).astype(np.float64)
+    scores = [np.asarray(s, dtype=np.float64) for s in scores]
+    orders = [np.argsort(s, kind="stable")[::-1] for s in scores]
+    sorted_ys = [(y[o], s[o]) for o, s in zip(orders, scores, strict=True)]
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    out = np.empty((n_resamples, len(scores)))
+    for i in range(n_resamples):
+        idx = np.concatenate(
+            [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
+        )
+        counts = np.bincount(idx, minlength=len(y))
+        for j, (order, (y_sorted, s_sorted)) in enumerate(
+            zip(orders, sorted_ys, strict=True)
+        ):
+            out[i, j] = _weighted_ap(order, y_sorted, s_sorted, counts)
+    return out
+
+
 def bootstrap_ci(
     y_true: np.ndarray,
     scores: np.ndarray,
@@ -118,15 +183,9 @@ def bootstrap_ci(
     test rows (the within-split uncertainty)."""
     if n_resamples < 1:
         return None
-    rng = np.random.default_rng(random_state)
-    y_true = np.asarray(y_true)
-    scores = np.asarray(scores)
-    pos = np.flatnonzero(y_true == 1)
-    neg = np.flatnonzero(y_true == 0)
-    values = []
-    for _ in range(n_resamples):
-        idx = np.r_[rng.choice(pos, len(pos)), rng.choice(neg, len(neg))]
-        values.append(average_precision_score(y_true[idx], scores[idx]))
+    values = bootstrap_auprc(
+        y_true, [scores], n_resamples=n_resamples, random_state=random_state
+    )[:, 0]
     low, high = np.percentile(values, [2.5, 97.5])
     return [float(low), float(high)]
 

@@ -33,6 +33,7 @@ from sklearn.metrics import average_precision_score
 
 from pipeline.artifacts import atomic_dir, file_lock, file_sha256, load_json, save_json
 from pipeline.errors import ArtifactError, PipelineError
+from pipeline.evaluate import bootstrap_auprc
 from pipeline.preprocess import TabularTransformer
 
 CHAMPION = "champion.json"
@@ -105,24 +106,14 @@ def paired_bootstrap(
 ) -> dict[str, Any]:
     """AUPRC of both on the same rows, and a stratified paired bootstrap 95 %
     interval of the difference (challenger - champion)."""
-    rng = np.random.default_rng(random_state)
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    diffs = []
-    for _ in range(n_resamples):
-        idx = np.concatenate(
-            [
-                rng.choice(pos, len(pos), replace=True),
-                rng.choice(neg, len(neg), replace=True),
-            ]
-        )
-        diffs.append(
-            average_precision_score(y[idx], challenger[idx])
-            - average_precision_score(y[idx], champion[idx])
-        )
+    values = bootstrap_auprc(
+        y, [challenger, champion], n_resamples=n_resamples, random_state=random_state
+    )
+    diffs = values[:, 0] - values[:, 1]
     a, b = average_precision_score(y, challenger), average_precision_score(y, champion)
     ci = (
         [float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))]
-        if diffs
+        if len(diffs)
         else None
     )
     return {
@@ -131,7 +122,7 @@ def paired_bootstrap(
         "diff": float(a - b),
         "ci95": ci,
         "n_rows": int(len(y)),
-        "n_frauds": int(len(pos)),
+        "n_frauds": int((y == 1).sum()),
         "n_resamples": int(n_resamples),
     }
 

@@ -37,12 +37,15 @@ def _pairs(strategy):
     ]
 
 
-@pytest.mark.parametrize("subset", [20_000, 300])
+@pytest.mark.parametrize("subset, coarse", [(20_000, 2_000), (300, 30)])
 @pytest.mark.parametrize("strategy", ["all", "auto"])
-def test_same_rows_as_imblearn_on_real_data(smote_rows, monkeypatch, subset, strategy):
+def test_same_rows_as_imblearn_on_real_data(
+    smote_rows, monkeypatch, subset, coarse, strategy
+):
     X, y = smote_rows
     # A small subset makes the distance bound loose: more candidates, same answer.
     monkeypatch.setattr(cleaning, "_BOUND_SUBSET", subset)
+    monkeypatch.setattr(cleaning, "_COARSE_SUBSET", coarse)
     for fast, reference in _pairs(strategy):
         fast.fit_resample(X, y)
         reference.fit_resample(X, y)
@@ -53,6 +56,7 @@ def test_same_rows_as_imblearn_on_real_data(smote_rows, monkeypatch, subset, str
 
 def test_same_rows_with_duplicates_and_three_classes(monkeypatch):
     monkeypatch.setattr(cleaning, "_BOUND_SUBSET", 50)
+    monkeypatch.setattr(cleaning, "_COARSE_SUBSET", 10)
     rng = np.random.default_rng(3)
     X = rng.normal(size=(600, 4))
     X[300:340] = X[:40]  # exact duplicates
@@ -78,3 +82,25 @@ def test_mixed_neighbourhood_rows_never_misses_a_mixed_row():
     mixed = {i for i in range(len(y)) if (y[hood[i]] != y[i]).any()}
     assert mixed <= candidates
     assert len(candidates) < len(y)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_restricted_search_decides_every_row_exactly(seed):
+    """Distances from the restricted search equal the full search's wherever the
+    full one is within ``rho``, and exceed ``rho`` everywhere else."""
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(900, 3))
+    X[:60] += 2.5  # a small class near a corner of the big one
+    y = np.r_[np.ones(60, int), np.zeros(840, int)]
+    rows, others = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    exact = NearestNeighbors(n_neighbors=1).fit(X[rows]).kneighbors(X[others])[0][:, 0]
+    rho = rng.exponential(rng.choice([0.2, 1.0]), len(rows))  # spread and outliers
+    rho[rng.random(len(rows)) < 0.05] *= 20
+    got = cleaning._nearest_other_within(X, rows, others, exact, rho, None)
+    full = NearestNeighbors(n_neighbors=1).fit(X[others]).kneighbors(X[rows])[0][:, 0]
+    within = full <= rho
+    np.testing.assert_array_equal(got[within], full[within])
+    assert (got[~within] > rho[~within]).all()
+    assert within.any() and (~within).any()
