@@ -18,6 +18,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from pipeline import stages
 from pipeline.config import PipelineConfig, load_config, run_seeds
+from pipeline.errors import TrainingError
+from pipeline.memory import limit_malloc_arenas
 
 FLOW_NAME = "fraud-augmentation"
 
@@ -228,6 +230,7 @@ def fraud_augmentation(
     ``overrides`` changes config sections of the profile, e.g.
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     """
+    limit_malloc_arenas()  # before the task workers start (see pipeline.memory)
     logger = get_run_logger()
     if logging.getLogger("pipeline").level == logging.NOTSET:
         # Progress lines (GAN steps, per-fit metrics) are INFO: show them in the
@@ -307,18 +310,26 @@ def fraud_augmentation(
             if "cwgan_gp" in methods:
                 _configure_tensorflow(config)
                 gan_dir = str(stages.split_dir(run_dir, split) / "gan")
-                gan = train_gan.with_options(
-                    timeout_seconds=config.gan.timeout_seconds
-                )(
-                    data["frame_path"],
-                    prepared["splits_path"],
-                    prepared["transformer_paths"][split],
-                    split,
-                    config,
-                    seeds["gan"][split],
-                    gan_dir,
-                    config.data.cache_dir,
-                )
+                try:
+                    gan = train_gan.with_options(
+                        timeout_seconds=config.gan.timeout_seconds
+                    )(
+                        data["frame_path"],
+                        prepared["splits_path"],
+                        prepared["transformer_paths"][split],
+                        split,
+                        config,
+                        seeds["gan"][split],
+                        gan_dir,
+                        config.data.cache_dir,
+                    )
+                except TimeoutError as exc:  # Prefect's TaskRunTimeoutError
+                    raise TrainingError(
+                        f"GAN training of split {split} ran past gan.timeout_seconds "
+                        f"= {config.gan.timeout_seconds} s (checkpoints written so "
+                        "far are kept: a rerun resumes); raise the limit with --set "
+                        "gan.timeout_seconds=N"
+                    ) from exc
                 if gan.pop("cached", False):
                     cached.append(f"train-gan split {split}")
                 gans.append(gan)

@@ -279,6 +279,10 @@ class _StderrHandler(logging.StreamHandler):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("run", "serve"):
+        from pipeline.memory import limit_malloc_arenas
+
+        limit_malloc_arenas()
     if args.command != "run":  # in a run, Prefect's handlers show pipeline's logs
         package_logger = logging.getLogger("pipeline")
         if not any(isinstance(h, _StderrHandler) for h in package_logger.handlers):

@@ -9,7 +9,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from pipeline.artifacts import file_sha256
 from pipeline.config import load_config
-from pipeline.errors import DataValidationError
+from pipeline.errors import DataValidationError, TrainingError
 from pipeline.evaluate import choose_threshold, compute_metrics
 from pipeline.ingest import COLUMNS, read_transactions
 
@@ -146,6 +146,25 @@ def test_bad_data_fails_the_flow_and_writes_nothing(harness, tmp_path, demo_fram
             overrides={"data": {"cache_dir": str(cache)}},
         )
     assert not reports.exists() and not cache.exists()
+    assert not (tmp_path / "models").exists()
+
+
+def test_gan_timeout_fails_the_run_with_one_clear_error(harness, sample_path, tmp_path):
+    """The GAN trains in the flow's own thread, where Prefect's timeout interrupts
+    it (in a worker thread it could not)."""
+    from flows.fraud_flow import fraud_augmentation
+
+    with pytest.raises(TrainingError, match="ran past gan.timeout_seconds = 1 s"):
+        fraud_augmentation(
+            data_path=str(sample_path),
+            profile="smoke",
+            reports_dir=str(tmp_path / "reports"),
+            models_dir=str(tmp_path / "models"),
+            overrides={
+                "data": {"cache_dir": str(tmp_path / "cache")},
+                "gan": {"timeout_seconds": 1, "steps": 5000},
+            },
+        )
     assert not (tmp_path / "models").exists()
 
 

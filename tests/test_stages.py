@@ -1,5 +1,7 @@
 import json
 import os
+import platform
+import sys
 
 from pipeline.config import load_config
 from pipeline.stages import LOCK_FILE, RUN_FILE, stage_start_run
@@ -54,3 +56,13 @@ def test_output_folders_stay_inside_the_output_root(tmp_path, monkeypatch):
     (tmp_path / "link").symlink_to("/tmp")
     with pytest.raises(ConfigError, match="models_dir"):
         check_output_paths(tmp_path, models_dir="link/models")
+
+
+def test_malloc_arenas_are_capped_for_the_run_and_its_children(monkeypatch):
+    from pipeline.memory import limit_malloc_arenas
+
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    applied = limit_malloc_arenas(2)
+    assert os.environ["MALLOC_ARENA_MAX"] == "2"
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert applied
