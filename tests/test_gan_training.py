@@ -1,6 +1,7 @@
 """The failure this project was born from, the non-finite guard, checkpoints and
 resume, model selection, and the GPU options (run here on the CPU)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -250,15 +251,52 @@ def test_sigkill_mid_training_then_rerun_resumes(tmp_path, model_space):
     assert 0 < resumed_from < 400
 
 
-def test_bfloat16_and_xla_options_train_on_cpu(model_space):
-    X, y = model_space
-    config = GANConfig(
-        **{**TINY, "steps": 2, "precision": "mixed_bfloat16", "jit_compile": True}
+def test_bfloat16_and_xla_options_train_on_cpu():
+    """In a fresh process (op determinism, which other tests turn on, makes Keras
+    drop XLA): bfloat16 layers, XLA really on, finite rows."""
+    script = textwrap.dedent(
+        """
+        import json, numpy as np
+        from pipeline.config import GANConfig
+        from pipeline.gan.trainer import _Trainer, generate_rows, train_cwgan_gp
+        from tests.test_gan import TINY
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(300, 6)); y = (rng.random(300) < 0.2).astype(int)
+        config = GANConfig(
+            **{**TINY, "steps": 2, "precision": "mixed_bfloat16", "jit_compile": True}
+        )
+        xla = _Trainer(X, y, config, random_state=0).gan.jit_compile
+        trained = train_cwgan_gp(X, y, config, random_state=0)
+        rows = generate_rows(trained.generator, 10, latent_dim=TINY["latent_dim"])
+        print(json.dumps({
+            "xla": bool(xla),
+            "dtype": trained.generator.get_layer("dense_0").compute_dtype,
+            "finite": bool(np.isfinite(rows).all()),
+            "float64": rows.dtype == np.float64,
+        }))
+        """
     )
-    trained = train_cwgan_gp(X, y, config, random_state=0)
-    rows = generate_rows(trained.generator, 10, latent_dim=8)
-    assert rows.dtype == np.float64 and np.isfinite(rows).all()
-    assert trained.generator.get_layer("dense_0").compute_dtype == "bfloat16"
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"xla": True, "dtype": "bfloat16", "finite": True, "float64": True}
+
+
+def test_xla_asked_for_under_op_determinism_is_an_error(model_space):
+    from pipeline.errors import ConfigError
+
+    X, y = model_space
+    tf.config.experimental.enable_op_determinism()  # as the flow does without XLA
+    config = GANConfig(**{**TINY, "steps": 2, "jit_compile": True})
+    with pytest.raises(ConfigError, match="disables XLA"):
+        train_cwgan_gp(X, y, config, random_state=0)
 
 
 def test_minority_only_batches(model_space):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,12 @@ import tensorflow as tf
 
 from pipeline.artifacts import atomic_path, load_json, save_json
 from pipeline.config import GANConfig
-from pipeline.errors import ArtifactError, DataValidationError, TrainingError
+from pipeline.errors import (
+    ArtifactError,
+    ConfigError,
+    DataValidationError,
+    TrainingError,
+)
 from pipeline.gan.model import ConditionalWGANGP
 from pipeline.gan.networks import build_critic, build_generator
 
@@ -194,11 +200,21 @@ class _Trainer:
             gp_epsilon=config.gp_epsilon,
             seed=int(seeds[2] % 2**30),
         )
-        self.gan.compile(
-            g_optimizer=self._adam(),
-            c_optimizer=self._adam(),
-            jit_compile=config.jit_compile,
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Model doesn't support `jit_compile")
+            self.gan.compile(
+                g_optimizer=self._adam(),
+                c_optimizer=self._adam(),
+                jit_compile=config.jit_compile,
+            )
+        if config.jit_compile and not self.gan.jit_compile:
+            # Keras turns XLA off (with a warning only) while TensorFlow op
+            # determinism is on in the process; asked-for XLA must not vanish.
+            raise ConfigError(
+                "gan.jit_compile is on but Keras disables XLA in a process with "
+                "TensorFlow op determinism enabled; train in a fresh process (the "
+                "flow leaves determinism off when gan.jit_compile is on)"
+            )
         self.step = 0
         self.history: list[dict[str, float]] = []
         self.selection: list[dict[str, float]] = []
