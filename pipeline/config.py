@@ -103,7 +103,10 @@ class GANConfig(_Section):
         "(default: a tenth of the steps).",
     )
     timeout_seconds: int = Field(
-        3600, ge=1, description="Wall-clock limit of one split's GAN training task."
+        3600,
+        ge=1,
+        description="Wall-clock limit of one split's GAN training, checked between "
+        "chunks of steps: past it the trainer saves a checkpoint and fails the run.",
     )
     max_consecutive_nonfinite: int = Field(
         5,

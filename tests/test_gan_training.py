@@ -289,6 +289,18 @@ def test_bfloat16_and_xla_options_train_on_cpu():
     assert out == {"xla": True, "dtype": "bfloat16", "finite": True, "float64": True}
 
 
+def test_training_past_its_time_limit_stops_with_a_checkpoint(model_space, tmp_path):
+    X, y = model_space
+    config = GANConfig(**{**TINY, "steps": 10**6, "timeout_seconds": 1})
+    start = time.perf_counter()
+    with pytest.raises(TrainingError, match=r"ran past gan.timeout_seconds = 1 s"):
+        train_cwgan_gp(
+            X, y, config, random_state=0, checkpoint_dir=tmp_path, log_every=5
+        )
+    assert time.perf_counter() - start < 60
+    assert any(tmp_path.iterdir())  # the checkpoint a rerun resumes from
+
+
 def test_xla_asked_for_under_op_determinism_is_an_error(model_space):
     from pipeline.errors import ConfigError
 

@@ -367,10 +367,13 @@ class _Trainer:
     ) -> None:
         total = self.config.steps
         start = time.perf_counter()
+        deadline = start + self.config.timeout_seconds
         first = self.step
         good = self._snapshot()
         try:
             while self.step < total:
+                if time.perf_counter() > deadline:
+                    self._time_out(checkpoint_dir, fingerprint)
                 n = min(log_every, total - self.step)
                 dataset = make_training_dataset(
                     self.X,
@@ -412,6 +415,23 @@ class _Trainer:
             raise
         if self.best is not None:
             self.generator.set_weights(self.best["weights"])
+
+    def _time_out(self, checkpoint_dir: Path | None, fingerprint: str) -> None:
+        """Stop between two chunks of steps, past ``config.timeout_seconds``.
+
+        Checked here, between ``fit`` calls, rather than by interrupting a running
+        step: an exception raised into TensorFlow from a signal handler (Prefect's
+        task timeout in the main thread) crashed the process with a segfault in CI.
+        """
+        saved = ""
+        if checkpoint_dir is not None:
+            self.save_checkpoint(checkpoint_dir, fingerprint)
+            saved = "; its checkpoint is saved, so a rerun resumes from there"
+        raise TrainingError(
+            f"GAN training ran past gan.timeout_seconds = "
+            f"{self.config.timeout_seconds} s at step {self.step} of "
+            f"{self.config.steps}{saved} (raise it with --set gan.timeout_seconds=N)"
+        )
 
     def _log_progress(self, logs: dict[str, float], start: float, first: int) -> None:
         elapsed = time.perf_counter() - start
