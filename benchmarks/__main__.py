@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> dict:
     started = time.perf_counter()
     repeats, lengths, n_rows = args.repeats, (60, 260), 1_000_000
     if args.quick:
-        repeats, lengths, n_rows = 1, (5, 15), 100_000
+        repeats, lengths, n_rows = 1, (20, 120), 100_000
     result: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
     if args.quick:
         result["quick"] = True
@@ -347,17 +347,19 @@ def main(argv: list[str] | None = None) -> dict:
             result["scaling"] = {
                 "detector_fit_s_by_rows": bench_scaling(config, ingested)
             }
-    if args.gan_only:
-        pass
-    elif args.skip_run:
-        result["default_profile_wall_s"] = result["default_profile_peak_rss_mb"] = None
-    else:
-        run = bench_default_run(args.data)
-        result["default_profile_wall_s"] = run.pop("default_profile_wall_s")
-        result["default_profile_peak_rss_mb"] = run.pop("default_profile_peak_rss_mb")
-        result["detector_fit_s"] = run.pop("detector_fit_s")
-        result["scaling"]["seconds_per_split"] = run.pop("seconds_per_split")
-        result["default_run"] = run
+    if not args.gan_only:
+        if args.skip_run:
+            result["default_profile_wall_s"] = None
+            result["default_profile_peak_rss_mb"] = None
+        else:
+            run = bench_default_run(args.data)
+            result["default_profile_wall_s"] = run.pop("default_profile_wall_s")
+            result["default_profile_peak_rss_mb"] = run.pop(
+                "default_profile_peak_rss_mb"
+            )
+            result["detector_fit_s"] = run.pop("detector_fit_s")
+            result["scaling"]["seconds_per_split"] = run.pop("seconds_per_split")
+            result["default_run"] = run
     result["bench_wall_s"] = round(time.perf_counter() - started, 1)
     out = Path(args.out) if args.out else RESULTS / f"{result['date'][:10]}.json"
     from pipeline.artifacts import save_json
