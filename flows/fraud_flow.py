@@ -275,12 +275,19 @@ def fraud_augmentation(
 
         methods = config.evaluation.methods
 
-        def submit_fit(split: int, method: str, gan_dir: str | None = None):
-            return fit_detector.submit(
+        def split_inputs(split: int) -> tuple:
+            """What every per-split task reads: the data, the splits, the split's
+            transformer and the split's number."""
+            return (
                 data["frame_path"],
                 prepared["splits_path"],
                 prepared["transformer_paths"][split],
                 split,
+            )
+
+        def submit_fit(split: int, method: str, gan_dir: str | None = None):
+            return fit_detector.submit(
+                *split_inputs(split),
                 method,
                 config,
                 seeds["sampler"][split],
@@ -312,10 +319,7 @@ def fraud_augmentation(
                 # Its time limit (gan.timeout_seconds) is enforced by the trainer
                 # between steps (see pipeline.gan.trainer), not by interrupting it.
                 gan = train_gan(
-                    data["frame_path"],
-                    prepared["splits_path"],
-                    prepared["transformer_paths"][split],
-                    split,
+                    *split_inputs(split),
                     config,
                     seeds["gan"][split],
                     gan_dir,
@@ -327,10 +331,7 @@ def fraud_augmentation(
                 detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
             fidelity_futures.append(
                 fidelity.submit(
-                    data["frame_path"],
-                    prepared["splits_path"],
-                    prepared["transformer_paths"][split],
-                    split,
+                    *split_inputs(split),
                     config,
                     seeds["sampler"][split],
                     gan_dir,

@@ -130,8 +130,7 @@ def _weighted_ap(
     ends = np.r_[np.flatnonzero(np.diff(s_sorted)), len(s_sorted) - 1]
     tps = np.cumsum(y_sorted * w)[ends]
     fps = np.cumsum((1 - y_sorted) * w)[ends]
-    ps = tps + fps
-    precision = np.where(ps != 0, tps / np.where(ps != 0, ps, 1.0), 0.0)
+    precision = tps / (tps + fps)  # every kept row weighs >= 1: never 0 / 0
     recall = tps / tps[-1] if tps[-1] != 0 else np.ones_like(tps)
     precision = np.r_[precision[::-1], 1.0]
     recall = np.r_[recall[::-1], 0.0]
@@ -157,7 +156,7 @@ def bootstrap_auprc(
     y = np.asarray(y_true).astype(np.float64)
     scores = [np.asarray(s, dtype=np.float64) for s in scores]
     orders = [np.argsort(s, kind="stable")[::-1] for s in scores]
-    sorted_ys = [(y[o], s[o]) for o, s in zip(orders, scores, strict=True)]
+    ranked = [(o, y[o], s[o]) for o, s in zip(orders, scores, strict=True)]
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
     out = np.empty((n_resamples, len(scores)))
     for i in range(n_resamples):
@@ -165,9 +164,7 @@ def bootstrap_auprc(
             [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
         )
         counts = np.bincount(idx, minlength=len(y))
-        for j, (order, (y_sorted, s_sorted)) in enumerate(
-            zip(orders, sorted_ys, strict=True)
-        ):
+        for j, (order, y_sorted, s_sorted) in enumerate(ranked):
             out[i, j] = _weighted_ap(order, y_sorted, s_sorted, counts)
     return out
 
