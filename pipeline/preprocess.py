@@ -14,11 +14,24 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from pipeline.config import SplitConfig
 from pipeline.errors import ArtifactError, DataValidationError
-from pipeline.ingest import FEATURES
+from pipeline.ingest import COLUMNS, FEATURES, TARGET
 
 SUBSETS = ("train", "validation", "test")
 _LOG_COLUMNS = ("Amount",)
+
+
+def row_groups(frame: pd.DataFrame) -> np.ndarray:
+    """Group id of every row: rows with identical values in every column share one.
+
+    The Kaggle file holds 1,081 exact copies of other rows. Splits keep all copies of
+    a row in one subset, so no test row is a copy of a training row (which would
+    flatter every method that copies training frauds, and lower the real-vs-real
+    fidelity floor).
+    """
+    hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return pd.factorize(hashes)[0].astype(np.int64)
 
 
 def make_temporal_split(
@@ -30,16 +43,27 @@ def make_temporal_split(
 ) -> pd.DataFrame:
     """One chronological split: earliest rows train, then validation, latest test.
 
+    A boundary never falls between rows with the same ``Time`` (so copies of a row,
+    which share it, stay together): it moves to the end of that run of equal times.
     Same columns as :func:`make_splits` (``split`` is 0).
     """
-    order = np.argsort(np.asarray(time), kind="stable")
+    time = np.asarray(time)
+    order = np.argsort(time, kind="stable")
     n = len(order)
+    sorted_time = time[order]
+
+    def boundary(position: int) -> int:
+        # First index after ``position - 1`` whose time differs from its predecessor.
+        return int(np.searchsorted(sorted_time, sorted_time[position - 1], "right"))
+
     n_test = int(round(test_size * n))
     n_val = int(round(validation_size * n))
+    first_val = boundary(n - n_test - n_val)
+    first_test = max(boundary(n - n_test), first_val)
     parts = {
-        "train": order[: n - n_test - n_val],
-        "validation": order[n - n_test - n_val : n - n_test],
-        "test": order[n - n_test :],
+        "train": order[:first_val],
+        "validation": order[first_val:first_test],
+        "test": order[first_test:],
     }
     y = np.asarray(y)
     for subset, rows in parts.items():
@@ -63,8 +87,9 @@ def make_splits(
     random_states: list[int],
     test_size: float = 0.2,
     validation_size: float = 0.2,
+    groups: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Repeated stratified train/validation/test splits.
+    """Repeated stratified train/validation/test splits, grouped.
 
     Parameters
     ----------
@@ -73,7 +98,12 @@ def make_splits(
     random_states : list of int
         One seed per split; their number is the number of splits.
     test_size, validation_size : float
-        Shares of all rows in the test and validation subsets.
+        Shares of the groups (of all rows when every row is its own group) in the
+        test and validation subsets.
+    groups : array-like of shape (n_samples,), optional
+        Group ids (see :func:`row_groups`): every row of a group lands in the same
+        subset. The groups are split, stratified by class (a group counts as fraud
+        when any of its rows is), and their rows follow. Default: one row a group.
 
     Returns
     -------
@@ -92,26 +122,65 @@ def make_splits(
             f"only {n_fraud} fraud rows; a stratified split needs at least "
             f"{len(SUBSETS)} (one per subset)"
         )
-    rows = np.arange(len(y))
+    if groups is None:
+        group_of_row = np.arange(len(y))
+    else:
+        group_of_row = pd.factorize(np.asarray(groups))[0]
+    n_groups = int(group_of_row.max()) + 1
+    # A group's label: fraud if any of its rows is (copies share their label).
+    group_y = np.zeros(n_groups, dtype=y.dtype)
+    np.maximum.at(group_y, group_of_row, y)
+    if int((group_y == 1).sum()) < len(SUBSETS):
+        raise DataValidationError(
+            f"only {int((group_y == 1).sum())} distinct fraud rows; a stratified "
+            f"split needs at least {len(SUBSETS)} (one per subset)"
+        )
+    ids = np.arange(n_groups)
     parts = []
     for split, seed in enumerate(random_states):
         rest, test = train_test_split(
-            rows, test_size=test_size, stratify=y, random_state=seed % 2**32
+            ids, test_size=test_size, stratify=group_y, random_state=seed % 2**32
         )
         train, val = train_test_split(
             rest,
             test_size=validation_size / (1.0 - test_size),
-            stratify=y[rest],
+            stratify=group_y[rest],
             random_state=(seed + 1) % 2**32,
         )
-        for subset, idx in zip(SUBSETS, (train, val, test), strict=True):
-            parts.append(
-                pd.DataFrame({"split": split, "row": np.sort(idx), "subset": subset})
-            )
+        subset_of_group = np.empty(n_groups, dtype=np.int8)
+        for k, chosen in enumerate((train, val, test)):
+            subset_of_group[chosen] = k
+        subset_of_row = subset_of_group[group_of_row]
+        for k, subset in enumerate(SUBSETS):
+            idx = np.flatnonzero(subset_of_row == k)
+            parts.append(pd.DataFrame({"split": split, "row": idx, "subset": subset}))
     frame = pd.concat(parts, ignore_index=True)
     frame["split"] = frame["split"].astype(np.int32)
     frame["row"] = frame["row"].astype(np.int64)
     return frame
+
+
+def split_rows(
+    frame: pd.DataFrame, config: SplitConfig, random_states: list[int]
+) -> pd.DataFrame:
+    """The splits of a run (see :func:`make_splits`, :func:`make_temporal_split`):
+    stratified splits keep all copies of a row in one subset (:func:`row_groups`);
+    a chronological split keeps them together by their shared ``Time``."""
+    y = frame[TARGET].to_numpy()
+    if config.mode == "temporal":
+        return make_temporal_split(
+            frame["Time"].to_numpy(),
+            y,
+            test_size=config.test_size,
+            validation_size=config.validation_size,
+        )
+    return make_splits(
+        y,
+        random_states=random_states,
+        test_size=config.test_size,
+        validation_size=config.validation_size,
+        groups=row_groups(frame[list(COLUMNS)]),
+    )
 
 
 def subset_rows(splits: pd.DataFrame, split: int, subset: str) -> np.ndarray:

@@ -40,12 +40,7 @@ from pipeline.config import SMOTE_FAMILY, PipelineConfig
 from pipeline.errors import ArtifactError, ConfigError
 from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
 from pipeline.ingest import TARGET, is_demo_data, read_transactions
-from pipeline.preprocess import (
-    TabularTransformer,
-    make_splits,
-    make_temporal_split,
-    subset_rows,
-)
+from pipeline.preprocess import TabularTransformer, split_rows, subset_rows
 
 logger = logging.getLogger(__name__)
 
@@ -315,20 +310,7 @@ def stage_prepare(
         if _cache_get(entry, run_dir):
             return {**result, "cached": True, "cache_key": key}
     frame = load_parquet(frame_path)
-    if config.split.mode == "temporal":
-        splits = make_temporal_split(
-            frame["Time"].to_numpy(),
-            frame[TARGET].to_numpy(),
-            test_size=config.split.test_size,
-            validation_size=config.split.validation_size,
-        )
-    else:
-        splits = make_splits(
-            frame[TARGET].to_numpy(),
-            random_states=split_seeds,
-            test_size=config.split.test_size,
-            validation_size=config.split.validation_size,
-        )
+    splits = split_rows(frame, config.split, split_seeds)
     save_parquet(run_dir / SPLITS_FILE, splits)
     for split in range(len(split_seeds)):
         train = frame.iloc[subset_rows(splits, split, "train")]

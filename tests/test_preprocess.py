@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,7 +9,15 @@ from hypothesis.extra.numpy import arrays
 
 from pipeline.errors import ArtifactError, DataValidationError
 from pipeline.ingest import FEATURES
-from pipeline.preprocess import TabularTransformer, make_splits, subset_rows
+from pipeline.config import SplitConfig
+from pipeline.preprocess import (
+    TabularTransformer,
+    make_splits,
+    make_temporal_split,
+    row_groups,
+    split_rows,
+    subset_rows,
+)
 
 
 def test_splits_are_stratified_disjoint_and_cover_every_row(demo_frame):
@@ -35,6 +44,46 @@ def test_splits_are_stratified_disjoint_and_cover_every_row(demo_frame):
 def test_splits_need_frauds_for_every_subset():
     with pytest.raises(DataValidationError, match="only 2 fraud rows"):
         make_splits(np.array([0] * 50 + [1, 1]), random_states=[0])
+
+
+def test_copies_of_a_row_never_straddle_subsets(demo_frame):
+    # Copies as in the Kaggle file: a few rows repeated several times, frauds too.
+    rng = np.random.default_rng(3)
+    picks = rng.choice(len(demo_frame), 300, replace=True)
+    frauds = np.flatnonzero(demo_frame["Class"].to_numpy() == 1)[:20]
+    frame = pd.concat(
+        [demo_frame, demo_frame.iloc[picks], demo_frame.iloc[frauds]],
+        ignore_index=True,
+    )
+    groups = row_groups(frame)
+    assert len(np.unique(groups)) == len(demo_frame.drop_duplicates())
+    splits = split_rows(frame, SplitConfig(n_splits=3), [1, 2, 3])
+    y = frame["Class"].to_numpy()
+    for split in range(3):
+        parts = [subset_rows(splits, split, s) for s in ("train", "validation", "test")]
+        assert sorted(np.concatenate(parts)) == list(range(len(frame)))
+        seen = [set(groups[p]) for p in parts]
+        assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+        for part, share in zip(parts, (0.6, 0.2, 0.2), strict=True):
+            assert len(part) == pytest.approx(share * len(frame), rel=0.05)
+            assert y[part].mean() == pytest.approx(y.mean(), abs=0.01)
+    # Without copies the grouped split is the plain stratified one.
+    plain = make_splits(demo_frame["Class"].to_numpy(), random_states=[5])
+    grouped = make_splits(
+        demo_frame["Class"].to_numpy(),
+        random_states=[5],
+        groups=row_groups(demo_frame),
+    )
+    assert plain.equals(grouped)
+
+
+def test_temporal_boundaries_keep_equal_times_together():
+    time = np.repeat(np.arange(10), 10)  # ten rows share each second
+    y = np.tile([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 10)
+    splits = make_temporal_split(time, y, test_size=0.25, validation_size=0.25)
+    for a, b in (("train", "validation"), ("validation", "test")):
+        assert time[subset_rows(splits, 0, a)].max() < time[subset_rows(splits, 0, b)].min()
+    assert len(splits) == len(time)
 
 
 def test_transformer_is_fitted_on_the_given_rows_only(demo_frame):
@@ -77,7 +126,6 @@ def test_to_domain_makes_valid_transactions(demo_frame):
     )
 )
 def test_inverse_is_exact(values):
-    import pandas as pd
 
     frame = pd.DataFrame(values, columns=list(FEATURES))
     frame["Amount"] = frame["Amount"].abs()
