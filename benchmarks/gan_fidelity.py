@@ -1,115 +1,415 @@
-"""GAN fidelity benchmark on the real data: how real do generated frauds look?
+"""GAN fidelity benchmark on the real data: candidates beside the default, over
+several splits and seeds, so that a gain can be told from noise.
 
-Trains the cWGAN-GP on split 0 of the ``default`` profile's splits (the same rows a
-``fraudaug run`` uses) for each batch composition asked for, and measures the
-generated rows against the test split's real frauds (C2ST, KS, correlation, DCR,
-near copies), beside SMOTE's rows and the real-vs-real floor.
+Every candidate is a set of config overrides. Each one is trained on the training
+rows of splits 0..S-1 of the ``default`` profile (the rows ``fraudaug run`` uses,
+duplicates grouped) with GAN seeds from ``--seed`` values (seed 0 is the run's
+own), and its generated frauds are judged against the split's *test* frauds (C2ST,
+KS, correlation, near copies); the validation C2ST is the score model selection
+kept (validation frauds). SMOTE's rows and the real training frauds are measured
+on the same splits for scale. ``default`` (the current config) is always run, and
+every candidate is compared with it run by run (paired: same split, same seed).
 
     python -m benchmarks.gan_fidelity [--data data/raw/creditcard.csv]
-        [--fraud-fraction 1.0 --fraud-fraction 0.5] [--set gan.steps=2000]
+        [--splits 3] [--seed 0 --seed 1] [--jobs 2]
+        [--candidate NAME:gan.KEY=JSON[,gan.KEY=JSON...]]...
+        [--set gan.steps=1600] [--tag NAME]
 
-Prints one JSON object and writes it to ``benchmarks/results/gan-fidelity-<date>.json``.
+Results are cached per (data, splits, config, seed, code) under the stage cache,
+so adding candidates reruns nothing already measured. Prints a table and writes one
+JSON object to ``benchmarks/results/gan-fidelity-<date>[-TAG].json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import numpy as np  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
+METRICS = ("test_c2st", "validation_c2st", "ks_mean", "corr_diff", "near_copy_share")
+
+_WORKER: dict[str, Any] = {}
+
+
+def parse_candidate(text: str) -> tuple[str, list[str]]:
+    """``"lr2e-4:gan.learning_rate=2e-4,gan.ema_decay=0.99"`` -> name, overrides."""
+    name, sep, body = text.partition(":")
+    if not sep or not name:
+        raise SystemExit(f"--candidate {text!r}: expected NAME:SECTION.KEY=JSON,...")
+    items, depth, current = [], 0, ""
+    for char in body:  # commas inside [...] belong to a list value
+        depth += char == "["
+        depth -= char == "]"
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    if current:
+        items.append(current)
+    return name, items
+
+
+def _prepare(data_path: str, cache_dir: Path, n_splits: int) -> dict[str, Any]:
+    from pipeline.config import load_config, run_seeds
+    from pipeline.stages import stage_ingest, stage_prepare
+
+    config = load_config("default", overrides={"split": {"n_splits": n_splits}})
+    ingested = stage_ingest(data_path, cache_dir)
+    prepared = stage_prepare(
+        ingested["frame_path"],
+        cache_dir / "bench" / f"splits-{n_splits}",
+        config,
+        run_seeds(0, n_splits)["split"],
+        cache_dir,
+    )
+    return {"ingested": ingested, "prepared": prepared}
+
+
+def _init_worker(threads: int) -> None:
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    tf.config.experimental.enable_op_determinism()
+    import logging
+
+    logging.getLogger("pipeline").setLevel(logging.WARNING)
+
+
+def _split_data(paths: dict[str, Any], split: int) -> dict:
+    from pipeline.stages import load_split_data
+
+    key = (paths["prepared"]["splits_path"], split)
+    if _WORKER.get("key") != key:
+        _WORKER["key"] = key
+        _WORKER["data"] = load_split_data(
+            paths["ingested"]["frame_path"],
+            paths["prepared"]["splits_path"],
+            paths["prepared"]["transformer_paths"][split],
+            split,
+        )
+    return _WORKER["data"]
+
+
+def _n_synthetic(data: dict) -> int:
+    """As many rows as SMOTE adds at the shared ratio (what the run's fidelity
+    check generates)."""
+    from pipeline.config import EvaluationConfig
+
+    y = data["train"]["y"]
+    target = int(EvaluationConfig().sampling_strategy * (y == 0).sum())
+    return max(target - int((y == 1).sum()), 1)
+
+
+def run_gan(job: dict[str, Any]) -> dict[str, Any]:
+    """Train one candidate on one split with one seed; judge its rows."""
+    from pipeline.config import GANConfig
+    from pipeline.fidelity import compute_fidelity
+    from pipeline.gan.trainer import train_cwgan_gp
+
+    data = _split_data(job["paths"], job["split"])
+    X, y = data["train"]["X"], data["train"]["y"]
+    val = data["validation"]["X"][data["validation"]["y"] == 1]
+    test = data["test"]["X"][data["test"]["y"] == 1]
+    config = GANConfig.model_validate(job["gan"])
+    start = time.perf_counter()
+    trained = train_cwgan_gp(X, y, config, random_state=job["gan_seed"], validation=val)
+    seconds = time.perf_counter() - start
+    rows = trained.sample(_n_synthetic(data), random_state=job["gan_seed"] + 7)
+    fidelity = compute_fidelity(rows, test, X[y == 1], random_state=job["split"] + 1)
+    return {
+        "train_seconds": round(seconds, 1),
+        "nonfinite_steps": trained.meta["nonfinite_steps"],
+        "selected_step": trained.meta["selected_step"],
+        "selected_weights": trained.meta["selected_weights"],
+        "validation_c2st": min(
+            v for s in trained.meta["selection"] for k, v in s.items() if k != "step"
+        ),
+        "test_c2st": fidelity["c2st_auc"],
+        **{k: v for k, v in fidelity.items() if k != "c2st_auc"},
+    }
+
+
+def run_references(job: dict[str, Any]) -> dict[str, Any]:
+    """SMOTE's rows and the real training frauds, judged the same way."""
+    from pipeline.config import EvaluationConfig
+    from pipeline.detect import make_sampler
+    from pipeline.fidelity import compute_fidelity
+
+    data = _split_data(job["paths"], job["split"])
+    X, y = data["train"]["X"], data["train"]["y"]
+    test = data["test"]["X"][data["test"]["y"] == 1]
+    smote = make_sampler("smote", EvaluationConfig(), random_state=job["split"])
+    X_res, _ = smote.fit_resample(X, y)
+    out = {}
+    for name, rows in (("smote", X_res[len(y) :]), ("real_train", X[y == 1])):
+        fidelity = compute_fidelity(
+            rows, test, X[y == 1], random_state=job["split"] + 1
+        )
+        out[name] = {
+            "test_c2st": fidelity.pop("c2st_auc"),
+            **fidelity,
+        }
+    return out
+
+
+def _job_key(job: dict[str, Any], code: str) -> str:
+    payload = {k: v for k, v in job.items() if k not in ("paths", "name")}
+    payload["data"] = job["paths"]["ingested"]["sha256"]
+    payload["splits"] = Path(job["paths"]["prepared"]["splits_path"]).parent.name
+    payload["code"] = code
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    a = np.asarray(values, dtype=float)
+    return {
+        "mean": float(a.mean()),
+        "sd": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+        "min": float(a.min()),
+        "max": float(a.max()),
+    }
+
+
+def paired(candidate: list[dict], default: list[dict], metric: str) -> dict:
+    """Candidate minus default over the same (split, seed) runs: mean and 95 %
+    t-interval (a gain when the interval excludes 0)."""
+    from scipy import stats
+
+    by_run = {(r["split"], r["seed"]): r[metric] for r in default}
+    diffs = np.array(
+        [r[metric] - by_run[(r["split"], r["seed"])] for r in candidate], dtype=float
+    )
+    mean = float(diffs.mean())
+    if len(diffs) < 2:
+        return {"mean": mean, "ci95": None, "n": len(diffs)}
+    half = float(
+        stats.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
+    )
+    return {"mean": mean, "ci95": [mean - half, mean + half], "n": len(diffs)}
+
+
+def summarise(runs: dict[str, list[dict]]) -> dict[str, dict]:
+    out = {}
+    for name, records in runs.items():
+        entry = {
+            m: _stats([r[m] for r in records])
+            for m in (*METRICS, "train_seconds")
+            if all(m in r for r in records)
+        }
+        entry["nonfinite_steps"] = int(
+            sum(r.get("nonfinite_steps", 0) for r in records)
+        )
+        if name != "default" and "default" in runs:
+            entry["vs_default"] = {
+                m: paired(records, runs["default"], m)
+                for m in ("test_c2st", "validation_c2st", "near_copy_share")
+            }
+        out[name] = entry
+    return out
+
+
+def markdown_table(summary: dict[str, dict], references: dict[str, dict]) -> str:
+    lines = [
+        "| candidate | test C2ST mean ± sd | Δ vs default [95 % CI] | validation C2ST "
+        "| KS | corr. diff | near copies | train s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in {**references, **summary}.items():
+        delta = s.get("vs_default", {}).get("test_c2st")
+        if delta and delta["ci95"]:
+            low, high = delta["ci95"]
+            mark = " **gain**" if high < 0 else (" worse" if low > 0 else "")
+            d = f"{delta['mean']:+.3f} [{low:+.3f}, {high:+.3f}]{mark}"
+        else:
+            d = "–"
+
+        def cell(metric: str, fmt: str = ".3f", s=s) -> str:
+            return f"{s[metric]['mean']:{fmt}}" if metric in s else "–"
+
+        lines.append(
+            f"| {name} | {s['test_c2st']['mean']:.3f} ± {s['test_c2st']['sd']:.3f} "
+            f"| {d} | {cell('validation_c2st')} | {cell('ks_mean')} "
+            f"| {cell('corr_diff')} | {cell('near_copy_share', '.1%')} "
+            f"| {cell('train_seconds', '.0f')} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="data/raw/creditcard.csv")
-    parser.add_argument("--fraud-fraction", type=float, action="append")
+    parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument("--seed", type=int, action="append", dest="seeds")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--candidate", action="append", default=[])
     parser.add_argument(
         "--set", action="append", default=[], metavar="SECTION.KEY=JSON"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tag", default="")
+    parser.add_argument("--cache-dir", default="data/interim")
     args = parser.parse_args(argv)
-
-    import tensorflow as tf
+    seeds = args.seeds or [0, 1]
 
     from pipeline.config import load_config, parse_overrides, run_seeds
-    from pipeline.detect import make_sampler
-    from pipeline.fidelity import compute_fidelity
-    from pipeline.gan.trainer import generate_rows, train_cwgan_gp, training_device
-    from pipeline.ingest import read_transactions
-    from pipeline.preprocess import TabularTransformer, make_splits, subset_rows
+    from pipeline.stages import code_version
 
-    tf.config.experimental.enable_op_determinism()
-    base = load_config("default", seed=args.seed, overrides=parse_overrides(args.set))
-    frame, summary = read_transactions(args.data)
-    seeds = run_seeds(base.seed, 1)
-    splits = make_splits(frame["Class"].to_numpy(), random_states=seeds["split"])
-    rows = {s: subset_rows(splits, 0, s) for s in ("train", "validation", "test")}
-    transformer = TabularTransformer().fit(frame.iloc[rows["train"]])
-    X = {s: transformer.transform(frame.iloc[r]) for s, r in rows.items()}
-    y = {s: frame["Class"].to_numpy()[r] for s, r in rows.items()}
-    frauds = {s: X[s][y[s] == 1] for s in X}
+    base = load_config("default", overrides=parse_overrides(args.set))
+    candidates = {"default": base.gan}
+    for text in args.candidate:
+        name, items = parse_candidate(text)
+        overrides = parse_overrides(args.set + items)
+        candidates[name] = load_config("default", overrides=overrides).gan
+    paths = _prepare(args.data, Path(args.cache_dir), args.splits)
+    code = code_version(
+        "pipeline.gan", "pipeline.fidelity", "pipeline.preprocess", "benchmarks"
+    )
+    cache = Path(args.cache_dir) / "bench" / "gan_fidelity"
+    cache.mkdir(parents=True, exist_ok=True)
 
-    smote = make_sampler("smote", base.evaluation, random_state=0)
-    X_res, _ = smote.fit_resample(X["train"], y["train"])
-    n_synthetic = len(X_res) - len(y["train"])
-    result: dict = {
+    jobs = [
+        {
+            "kind": "references",
+            "name": "references",
+            "split": split,
+            "paths": paths,
+        }
+        for split in range(args.splits)
+    ]
+    for name, gan in candidates.items():
+        for seed in seeds:
+            gan_seeds = run_seeds(seed, args.splits)["gan"]
+            for split in range(args.splits):
+                jobs.append(
+                    {
+                        "kind": "gan",
+                        "name": name,
+                        "split": split,
+                        "seed": seed,
+                        "gan_seed": gan_seeds[split],
+                        "gan": gan.model_dump(mode="json"),
+                        "paths": paths,
+                    }
+                )
+    results: list[tuple[dict, dict]] = []
+    todo = []
+    for job in jobs:
+        entry = cache / f"{_job_key(job, code)}.json"
+        if entry.is_file():
+            results.append((job, json.loads(entry.read_text())))
+        else:
+            todo.append((job, entry))
+    print(
+        f"gan_fidelity: {len(jobs)} jobs, {len(jobs) - len(todo)} cached, "
+        f"{len(todo)} to run on {args.jobs} worker(s)",
+        file=sys.stderr,
+    )
+    started = time.perf_counter()
+    threads = max(1, (os.cpu_count() or 2) // max(args.jobs, 1))
+    with ProcessPoolExecutor(
+        args.jobs, initializer=_init_worker, initargs=(threads,)
+    ) as pool:
+        # Order by split so that a worker reuses its loaded split data.
+        todo.sort(key=lambda item: (item[0]["split"], item[0]["kind"] != "references"))
+        futures = [
+            (
+                job,
+                entry,
+                pool.submit(
+                    run_references if job["kind"] == "references" else run_gan, job
+                ),
+            )
+            for job, entry in todo
+        ]
+        for done, (job, entry, future) in enumerate(futures, 1):
+            result = future.result()
+            tmp = entry.with_suffix(".tmp")
+            tmp.write_text(json.dumps(result))
+            os.replace(tmp, entry)
+            results.append((job, result))
+            print(
+                f"  [{done}/{len(futures)}] {job['name']} split {job['split']}"
+                + (f" seed {job['seed']}" if "seed" in job else "")
+                + (
+                    f": test C2ST {result['test_c2st']:.3f}"
+                    if "test_c2st" in result
+                    else ""
+                )
+                + f" ({time.perf_counter() - started:.0f} s)",
+                file=sys.stderr,
+            )
+
+    runs: dict[str, list[dict]] = {name: [] for name in candidates}
+    references: dict[str, list[dict]] = {"real_train": [], "smote": []}
+    for job, result in results:
+        if job["kind"] == "references":
+            for name in references:
+                references[name].append({"split": job["split"], **result[name]})
+        else:
+            runs[job["name"]].append(
+                {"split": job["split"], "seed": job["seed"], **result}
+            )
+    for records in (*runs.values(), *references.values()):
+        records.sort(key=lambda r: (r["split"], r.get("seed", 0)))
+    summary = summarise(runs)
+    reference_summary = {
+        f"({name})": {m: _stats([r[m] for r in rows]) for m in METRICS if m in rows[0]}
+        for name, rows in references.items()
+    }
+    from pipeline.gan.trainer import training_device
+
+    out = {
         "benchmark": "gan_fidelity",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "data": {"path": args.data, "sha256": summary.sha256, "rows": summary.rows},
+        "data": {
+            "path": args.data,
+            "sha256": paths["ingested"]["sha256"],
+            "rows": paths["ingested"]["rows"],
+        },
         "device": training_device(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "n_synthetic": n_synthetic,
-        "real_train_floor": compute_fidelity(
-            frauds["train"], frauds["test"], frauds["train"], random_state=1
-        ),
-        "smote": compute_fidelity(
-            X_res[len(y["train"]) :], frauds["test"], frauds["train"], random_state=1
-        ),
-        "gan": [],
-    }
-    for fraction in args.fraud_fraction or [base.gan.fraud_fraction]:
-        config = base.gan.model_copy(update={"fraud_fraction": fraction})
-        start = time.perf_counter()
-        trained = train_cwgan_gp(
-            X["train"],
-            y["train"],
-            config,
-            random_state=seeds["gan"][0],
-            validation=frauds["validation"],
-        )
-        seconds = time.perf_counter() - start
-        generated = generate_rows(
-            trained.generator, n_synthetic, latent_dim=config.latent_dim, random_state=5
-        )
-        result["gan"].append(
-            {
-                "fraud_fraction": fraction,
-                "config": config.model_dump(mode="json"),
-                "train_seconds": round(seconds, 1),
-                "steps_per_second": round(config.steps / seconds, 2),
-                "nonfinite_steps": trained.meta["nonfinite_steps"],
-                "selected_step": trained.meta["selected_step"],
-                "validation_c2st": trained.meta["selection"],
-                **compute_fidelity(
-                    generated, frauds["test"], frauds["train"], random_state=1
+        "splits": args.splits,
+        "seeds": seeds,
+        "jobs": args.jobs,
+        "threads_per_job": threads,
+        "candidates": {
+            name: {
+                "overrides": dict(parse_candidate(t) for t in args.candidate).get(
+                    name, []
                 ),
+                "config": gan.model_dump(mode="json"),
             }
-        )
+            for name, gan in candidates.items()
+        },
+        "summary": summary,
+        "references": reference_summary,
+        "runs": runs,
+        "reference_runs": references,
+        "table": markdown_table(summary, reference_summary),
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"gan-fidelity-{datetime.now(UTC):%Y-%m-%d}.json"
-    text = json.dumps(result, indent=2, default=float)
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, out)
-    print(text)
-    return result
+    suffix = f"-{args.tag}" if args.tag else ""
+    path = RESULTS / f"gan-fidelity-{datetime.now(UTC):%Y-%m-%d}{suffix}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(out, indent=2, default=float))
+    os.replace(tmp, path)
+    print(out["table"])
+    print(f"written to {path}", file=sys.stderr)
+    return out
 
 
 if __name__ == "__main__":

@@ -348,14 +348,6 @@ def fraud_augmentation(
             results=results,
             gans=gans,
             fidelity=[f.result() for f in fidelity_futures],
-            score_paths=[
-                str(
-                    run_dir
-                    / stages.SCORES_DIR
-                    / f"{r['method']}-split-{r['split']}.parquet"
-                )
-                for r in results
-            ],
             started_at=started_at,
             started_monotonic=started_monotonic,
             models_dir=models_dir,

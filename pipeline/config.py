@@ -81,11 +81,66 @@ class GANConfig(_Section):
     n_critic: int = Field(5, ge=1)
     batch_size: int = Field(256, ge=2)
     steps: int = Field(2000, ge=1, description="Generator updates.")
-    learning_rate: float = Field(1e-4, gt=0.0)
+    learning_rate: float = Field(1e-4, gt=0.0, description="The generator's.")
+    critic_learning_rate: float | None = Field(
+        None,
+        gt=0.0,
+        description="The critic's (two time-scale updates); default: learning_rate.",
+    )
     beta_1: float = Field(0.5, ge=0.0, lt=1.0)
     beta_2: float = Field(0.9, ge=0.0, lt=1.0)
     gp_weight: float = Field(10.0, ge=0.0)
     gp_epsilon: float = Field(1e-12, gt=0.0)
+    ema_decay: float | None = Field(
+        None,
+        gt=0.0,
+        lt=1.0,
+        description="Keep an exponential moving average of the generator's weights "
+        "with this decay (warmed up); model selection scores it beside the raw "
+        "generator and keeps whichever is better.",
+    )
+    critic_dropout: float = Field(
+        0.0, ge=0.0, lt=1.0, description="Dropout after each critic layer (CTGAN: 0.5)."
+    )
+    pac: int = Field(
+        1, ge=1, description="PacGAN: rows the critic judges together (CTGAN: 10)."
+    )
+    residual: bool = Field(
+        False, description="CTGAN-style residual generator (Dense-BatchNorm-concat)."
+    )
+    encoding: Literal["standard", "quantile", "mode_specific"] = Field(
+        "standard",
+        description="The space the GAN learns in: the shared model space; each "
+        "column's normal score on the GAN's training rows (point masses such as "
+        "Amount = 1.00 stay exact); or CTGAN's mode-specific normalisation of "
+        "mode_columns (see pipeline.gan.encoding).",
+    )
+    mode_columns: tuple[int, ...] = Field(
+        (0, 29),
+        description="mode_specific encoding: the columns it normalises per mode "
+        "(positions in the model space: 0 = Time, 29 = Amount).",
+    )
+    dequantize: bool = Field(
+        True,
+        description="quantile encoding: draw each training value uniformly within "
+        "its slot of the empirical CDF at every step (ties: their whole slot).",
+    )
+    temperature: float = Field(
+        1.0,
+        gt=0.0,
+        le=2.0,
+        description="Scale of the generator's noise when rows are drawn (and scored "
+        "for model selection); below 1 trades diversity for realism.",
+    )
+    filter: Literal["none", "classifier", "critic"] = Field(
+        "none",
+        description="Drop the generated rows that look most synthetic: to a "
+        "classifier trained to tell generated rows from the real training frauds, "
+        "or to the critic (lowest scores).",
+    )
+    filter_share: float = Field(
+        0.2, ge=0.0, lt=1.0, description="Share of generated rows the filter drops."
+    )
     fraud_fraction: float = Field(
         1.0,
         gt=0.0,
@@ -126,6 +181,15 @@ class GANConfig(_Section):
             widths = getattr(self, name)
             if not widths or any(w < 1 for w in widths):
                 raise ValueError(f"{name} must be a non-empty list of positive ints")
+        if self.batch_size % self.pac:
+            raise ValueError(
+                f"batch_size {self.batch_size} must be a multiple of pac {self.pac}"
+            )
+        if self.filter == "critic" and self.pac > 1:
+            raise ValueError(
+                "filter 'critic' scores single rows; a packed critic (pac > 1) "
+                "scores groups of rows: use filter 'classifier'"
+            )
         return self
 
 
@@ -145,6 +209,25 @@ class EvaluationConfig(_Section):
         le=1.0,
         description="Minority/majority ratio after resampling (SMOTE and GAN).",
     )
+    amount_grid: tuple[float, ...] = Field(
+        (1.0, 4.0, 16.0),
+        description="Amounts of new minority rows to try per resampling method, in "
+        "new rows per real training fraud; sampling_strategy (the largest amount) is "
+        "always tried too, and larger grid points are dropped. The amount with the "
+        "best validation AUPRC is used (see amount_choice).",
+    )
+    amount_choice: Literal["per_split", "pooled"] = Field(
+        "per_split",
+        description="per_split: each split uses the amount best on its own "
+        "validation rows. pooled: every split uses the amount with the best mean "
+        "validation AUPRC over the splits.",
+    )
+    synthetic_weight: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description="Sample weight of the rows a sampler adds (real rows weigh 1).",
+    )
     smote_k_neighbors: int = Field(5, ge=1)
     n_jobs: int = Field(2, ge=1, description="Threads for samplers' neighbour search.")
     review_cost: float = Field(
@@ -160,6 +243,8 @@ class EvaluationConfig(_Section):
             raise ValueError("methods must name at least one method")
         if len(set(self.methods)) != len(self.methods):
             raise ValueError("methods must not repeat")
+        if any(m <= 0 for m in self.amount_grid):
+            raise ValueError("amount_grid values must be positive")
         return self
 
 
@@ -199,8 +284,9 @@ class PipelineConfig(_Section):
 
 
 _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
-    # A few minutes on 2 cores with the 20k-row sample: one split, a short GAN.
-    # The slow combined samplers (SMOTE-Tomek, SMOTE-ENN) are left out.
+    # A few minutes on 2 cores with the 20k-row sample: one split, a short GAN,
+    # two amounts of new rows per sampler. The slow combined samplers
+    # (SMOTE-Tomek, SMOTE-ENN) are left out.
     "smoke": {
         "split": {"n_splits": 1},
         "gan": {"steps": 300},
@@ -208,6 +294,7 @@ _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
         "evaluation": {
             "methods": [m for m in METHODS if m not in ("smote_tomek", "smote_enn")],
             "n_bootstrap": 50,
+            "amount_grid": [1.0],
         },
     },
     # 1,600 steps keep GAN training under 2 minutes a split on 2 CPU cores.

@@ -40,6 +40,30 @@ def make_detector(
     )
 
 
+NOT_RESAMPLED = ("none", "class_weight")
+"""Methods that add no rows (their amount grid is a single point)."""
+
+
+def amount_targets(y: np.ndarray, evaluation: EvaluationConfig) -> list[int]:
+    """Minority rows after resampling to try: the real training frauds times
+    ``1 + m`` for each ``m`` in ``evaluation.amount_grid``, and the shared ratio
+    ``evaluation.sampling_strategy`` (the largest; grid points above it are
+    dropped), in increasing order.
+
+    ``y`` holds 0/1 labels of the training rows.
+    """
+    y = np.asarray(y)
+    n_min, n_maj = int((y == 1).sum()), int((y == 0).sum())
+    cap = int(evaluation.sampling_strategy * n_maj)
+    if cap <= n_min:
+        raise ConfigError(
+            f"evaluation.sampling_strategy {evaluation.sampling_strategy} asks for "
+            f"{cap} minority rows, but the training rows already hold {n_min}"
+        )
+    targets = {int(round(n_min * (1 + m))) for m in evaluation.amount_grid}
+    return sorted({t for t in targets if n_min < t < cap} | {cap})
+
+
 def make_sampler(
     method: str,
     evaluation: EvaluationConfig,
@@ -47,15 +71,20 @@ def make_sampler(
     random_state: int,
     gan: GANConfig | None = None,
     gan_dir: str | Path | None = None,
+    n_minority: int | None = None,
 ):
     """The sampler of a method (``None`` for ``none`` and ``class_weight``).
 
-    Every sampler resamples to the same ``sampling_strategy``. ``cwgan_gp`` reuses
-    the split's GAN from ``gan_dir`` when given (it is fitted once per split and
-    checked against the training rows), else trains one.
+    Every sampler resamples the minority class (label 1) to ``n_minority`` rows
+    (see :func:`amount_targets`), by default to the shared ratio
+    ``evaluation.sampling_strategy``. ``cwgan_gp`` reuses the split's GAN from
+    ``gan_dir`` when given (it is fitted once per split and checked against the
+    training rows), else trains one.
     """
     seed = random_state % 2**31
-    strategy = evaluation.sampling_strategy
+    strategy = (
+        evaluation.sampling_strategy if n_minority is None else {1: int(n_minority)}
+    )
     k = evaluation.smote_k_neighbors
     if method in ("none", "class_weight"):
         return None
@@ -116,22 +145,96 @@ def make_detection_pipeline(sampler, detector: XGBClassifier) -> Pipeline:
     )
 
 
+def added_rows(sampler, n_original: int, n_resampled: int) -> np.ndarray:
+    """Which rows of a fitted sampler's output it added (True) rather than kept.
+
+    imbalanced-learn's over-samplers and ``GANOverSampler`` return the original
+    rows first and the new ones after them; the combined samplers then clean that
+    output, and their cleaner's ``sample_indices_`` say which of its rows survived.
+    """
+    if sampler is None or sampler == "passthrough":
+        return np.zeros(n_resampled, dtype=bool)
+    cleaner = getattr(sampler, "enn_", None) or getattr(sampler, "tomek_", None)
+    if cleaner is not None:
+        return np.asarray(cleaner.sample_indices_) >= n_original
+    return np.arange(n_resampled) >= n_original
+
+
 def fit_detection_pipeline(
     pipeline: Pipeline,
     X_train: np.ndarray,
     y_train: np.ndarray,
     X_val: np.ndarray,
     y_val: np.ndarray,
+    *,
+    synthetic_weight: float = 1.0,
+    reuse_dir: str | Path | None = None,
 ) -> Pipeline:
-    """Fit with early stopping on the (real, untouched) validation rows."""
-    return pipeline.fit(
-        X_train, y_train, xgb__eval_set=[(X_val, y_val)], xgb__verbose=False
+    """Resample the training rows, then fit the detector with early stopping on the
+    (real, untouched) validation rows.
+
+    The rows the sampler added weigh ``synthetic_weight`` in the detector's fit
+    (real rows weigh 1). imbalanced-learn's samplers cannot carry sample weights
+    through a pipeline, so the resampling steps run first (``pipeline[:-1]``, the
+    same fitted objects) and the detector is fitted on their output.
+
+    With ``reuse_dir``, a detector fitted before on exactly the same rows, weights,
+    validation rows and settings (sha256 of all of them) is loaded from there
+    instead of being fitted again: XGBoost is deterministic, so it is the same
+    model. (SMOTE-Tomek finds no Tomek link on this data and hands the detector
+    SMOTE's rows, at every amount.) ``sink["reused"]`` says which happened.
+    """
+    X_res, y_res = pipeline[:-1].fit_resample(X_train, y_train)
+    added = added_rows(pipeline.named_steps["sampler"], len(y_train), len(y_res))
+    sink = pipeline.named_steps["count"].kw_args["sink"]
+    sink["n_added"] = int(added.sum())
+    weight = None if synthetic_weight == 1.0 else np.where(added, synthetic_weight, 1.0)
+    detector = pipeline[-1]
+    path = None
+    if reuse_dir is not None:
+        key = _fit_key(detector, X_res, y_res, weight, X_val, y_val)
+        path = Path(reuse_dir) / f"{key}.ubj"
+    sink["reused"] = path is not None and path.is_file()
+    if sink["reused"]:
+        detector.load_model(path)
+        return pipeline
+    detector.fit(
+        X_res, y_res, sample_weight=weight, eval_set=[(X_val, y_val)], verbose=False
     )
+    if path is not None:
+        from pipeline.artifacts import atomic_path
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path, suffix=".ubj") as tmp:
+            detector.save_model(tmp)
+    return pipeline
+
+
+def _fit_key(detector: XGBClassifier, *arrays) -> str:
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(
+        json.dumps(detector.get_params(), sort_keys=True, default=str).encode()
+    )
+    for array in arrays:
+        digest.update(b"-" if array is None else np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 def resampled_size(pipeline: Pipeline) -> int:
     """Training rows the fitted pipeline's detector saw, after resampling."""
     return int(pipeline.named_steps["count"].kw_args["sink"]["n_rows"])
+
+
+def added_size(pipeline: Pipeline) -> int:
+    """Of those, the rows the sampler added."""
+    return int(pipeline.named_steps["count"].kw_args["sink"]["n_added"])
+
+
+def was_reused(pipeline: Pipeline) -> bool:
+    """Whether the detector was loaded from an identical earlier fit."""
+    return bool(pipeline.named_steps["count"].kw_args["sink"].get("reused"))
 
 
 def fraud_scores(pipeline: Pipeline, X: np.ndarray) -> np.ndarray:

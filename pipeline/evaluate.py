@@ -332,6 +332,94 @@ def compare_methods(
     }
 
 
+AMOUNT_RULES = ("per_split", "pooled")
+
+
+def _search_entry(record: dict) -> dict:
+    return {
+        "sampling_strategy": record["sampling_strategy"],
+        "n_added": record["n_added"],
+        "validation_auprc": record["validation_auprc"],
+        "test_auprc": record["auprc"],
+    }
+
+
+def _chosen_positions(grids: dict[int, list[dict]], rule: str) -> dict[int, int] | None:
+    """Grid position chosen on each split, by validation AUPRC (ties: the smaller
+    amount). ``pooled`` needs the same number of amounts on every split."""
+    if rule == "per_split":
+        return {
+            split: int(np.argmax([r["validation_auprc"] for r in grid]))
+            for split, grid in grids.items()
+        }
+    lengths = {len(grid) for grid in grids.values()}
+    if len(lengths) != 1:
+        return None
+    mean = np.mean(
+        [[r["validation_auprc"] for r in grid] for grid in grids.values()], axis=0
+    )
+    return dict.fromkeys(grids, int(np.argmax(mean)))
+
+
+def choose_amounts(
+    fits: list[dict], rule: str = "per_split"
+) -> tuple[list[dict], dict]:
+    """Each method at the amount of new minority rows its validation rows prefer.
+
+    Parameters
+    ----------
+    fits : list of dict
+        ``{"method", "split", "grid": [record, ...]}`` per method and split, the
+        grid's records in increasing amount (``none``/``class_weight``: one).
+    rule : {"per_split", "pooled"}
+        ``per_split``: the amount with the best validation AUPRC on that split.
+        ``pooled``: the amount with the best mean validation AUPRC over the splits,
+        used on every split. Test rows never take part.
+
+    Returns
+    -------
+    records : list of dict
+        One per method and split: the chosen record, with ``amount_search`` (the
+        whole grid: ``sampling_strategy``, ``n_added``, ``validation_auprc``,
+        ``test_auprc``) and ``amount_rule``.
+    choice : dict
+        ``rule``, and per resampling method and rule the test AUPRC mean and sd
+        over splits and the amounts chosen (how steady each rule is).
+    """
+    by_method: dict[str, dict[int, list[dict]]] = {}
+    for fit in fits:
+        by_method.setdefault(fit["method"], {})[fit["split"]] = fit["grid"]
+    records = []
+    choice: dict = {"rule": rule, "methods": {}}
+    for method, grids in by_method.items():
+        positions = _chosen_positions(grids, rule) or _chosen_positions(
+            grids, "per_split"
+        )
+        for split, grid in sorted(grids.items()):
+            records.append(
+                {
+                    **grid[positions[split]],
+                    "amount_search": [_search_entry(r) for r in grid],
+                    "amount_rule": rule,
+                }
+            )
+        if max(len(g) for g in grids.values()) < 2:
+            continue
+        entry = {}
+        for name in AMOUNT_RULES:
+            chosen = _chosen_positions(grids, name)
+            if chosen is None:
+                continue
+            test = np.array([grids[s][chosen[s]]["auprc"] for s in sorted(grids)])
+            entry[name] = {
+                "test_auprc_mean": float(test.mean()),
+                "test_auprc_sd": float(test.std(ddof=1)) if len(test) > 1 else None,
+                "n_added": [grids[s][chosen[s]]["n_added"] for s in sorted(grids)],
+            }
+        choice["methods"][method] = entry
+    return records, choice
+
+
 def _thin(x: np.ndarray, y: np.ndarray, n_points: int) -> tuple[list, list]:
     """Keep the curve's shape with few points.
 

@@ -17,6 +17,18 @@ FIDELITY_METRICS = ("c2st_auc", "ks_mean", "corr_diff", "dcr_median", "near_copy
 REPORT_FEATURES = ("V14", "V17", "V12", "V10", "Amount", "Time")
 
 
+def make_c2st_classifier(random_state: int = 0, n_jobs: int = 2) -> XGBClassifier:
+    """The classifier that tells synthetic from real rows: an XGBoost of 200 trees
+    of depth 3 (the C2ST's, and the GAN's ``classifier`` filter's)."""
+    return XGBClassifier(
+        n_estimators=200,
+        max_depth=3,
+        tree_method="hist",
+        n_jobs=n_jobs,
+        random_state=random_state % 2**31,
+    )
+
+
 def c2st_auc(
     synthetic: np.ndarray,
     real: np.ndarray,
@@ -39,13 +51,7 @@ def c2st_auc(
     real = real[rng.choice(len(real), n, replace=False)]
     X = np.vstack([real, synthetic])
     y = np.r_[np.zeros(n), np.ones(n)]
-    model = XGBClassifier(
-        n_estimators=200,
-        max_depth=3,
-        tree_method="hist",
-        n_jobs=n_jobs,
-        random_state=random_state % 2**31,
-    )
+    model = make_c2st_classifier(random_state, n_jobs)
     folds = StratifiedKFold(n_folds, shuffle=True, random_state=random_state % 2**31)
     return float(cross_val_score(model, X, y, cv=folds, scoring="roc_auc").mean())
 

@@ -182,6 +182,117 @@ def _summary_charts(metrics: dict) -> list[Markup]:
     return out
 
 
+def rows_added(metrics: dict) -> dict[str, float | None]:
+    """Mean new minority rows over the splits, per method, at the chosen amounts
+    (``None`` for the methods that add none)."""
+    per_method: dict[str, list] = {}
+    for r in metrics["results"]:
+        per_method.setdefault(r["method"], []).append(
+            None if r.get("sampling_strategy") is None else r.get("n_added")
+        )
+    return {
+        m: None if None in v else round(sum(v) / len(v), 1)
+        for m, v in per_method.items()
+    }
+
+
+def amount_rows(metrics: dict) -> list[dict[str, Any]]:
+    """Per resampling method and grid amount: rows added, validation and test AUPRC
+    (means over splits) and on how many splits the amount was chosen."""
+    grids: dict[str, list[dict]] = {}
+    for r in metrics["results"]:
+        if len(r.get("amount_search") or []) > 1:
+            grids.setdefault(r["method"], []).append(r)
+    rows = []
+    for method, records in grids.items():
+        for i in range(min(len(r["amount_search"]) for r in records)):
+            points = [r["amount_search"][i] for r in records]
+            rows.append(
+                {
+                    "method": method,
+                    "position": i,
+                    "sampling_strategy": sum(p["sampling_strategy"] for p in points)
+                    / len(points),
+                    "n_added": sum(p["n_added"] for p in points) / len(points),
+                    "validation_auprc": sum(p["validation_auprc"] for p in points)
+                    / len(points),
+                    "test_auprc": sum(p["test_auprc"] for p in points) / len(points),
+                    "chosen": sum(
+                        r["n_added"] == p["n_added"]
+                        and r["sampling_strategy"] == p["sampling_strategy"]
+                        for r, p in zip(records, points, strict=True)
+                    ),
+                    "n_splits": len(records),
+                }
+            )
+    return rows
+
+
+def _rows_label(n: float) -> str:
+    return (
+        f"{n / 1000:.0f}k"
+        if n >= 9_500
+        else (f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}")
+    )
+
+
+def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
+    """The dose-response charts: AUPRC against rows added (log scale), per method,
+    on validation rows (what chose the amount) and on test rows."""
+    if not rows:
+        return []
+    colours = charts.colours(metrics["methods"])
+    added = sorted({r["n_added"] for r in rows if r["n_added"] > 0})
+    lo, hi = math.log10(min(added)), math.log10(max(added))
+    ticks = [
+        (math.log10(v), _rows_label(v))
+        for v in (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
+        if lo - 0.05 <= math.log10(v) <= hi + 0.05
+    ]
+    baseline = {
+        key: [r[key] for r in metrics["results"] if r["method"] == "none"]
+        for key in ("validation_auprc", "auprc")
+    }
+    out = []
+    for key, subset in (("validation_auprc", "validation"), ("test_auprc", "test")):
+        series = []
+        for method in dict.fromkeys(r["method"] for r in rows):
+            points = [r for r in rows if r["method"] == method and r["n_added"] > 0]
+            series.append(
+                {
+                    "name": method,
+                    "colour": colours.get(method, "#555"),
+                    "x": [math.log10(p["n_added"]) for p in points],
+                    "y": [p[key] for p in points],
+                }
+            )
+        none = baseline["validation_auprc" if subset == "validation" else "auprc"]
+        if none:
+            level = sum(none) / len(none)
+            series.append(
+                {
+                    "name": "none",
+                    "colour": colours.get("none", "#555"),
+                    "x": [lo, hi],
+                    "y": [level, level],
+                    "dash": True,
+                }
+            )
+        out.append(
+            charts.line_chart(
+                series,
+                title=f"{subset.capitalize()} AUPRC against rows added (mean over "
+                "splits)",
+                x_label="new minority rows added (log scale)",
+                y_label=f"{subset} AUPRC",
+                x_range=(lo - 0.05, hi + 0.05),
+                x_ticks=ticks,
+                width=560,
+            )
+        )
+    return out
+
+
 def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]:
     if not histories:
         return []
@@ -220,13 +331,18 @@ def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]
             charts.line_chart(
                 [
                     {
-                        "name": f"split {s}",
+                        "name": f"split {s}{label}",
                         "colour": palette[f"split {s}"],
                         "x": [p["step"] for p in selection.get(s, [])],
-                        "y": [p["c2st_auc"] for p in selection.get(s, [])],
+                        "y": [p.get(key) for p in selection.get(s, [])],
+                        **({"dash": True} if key == "ema_c2st_auc" else {}),
                     }
                     for s in splits
-                    if selection.get(s)
+                    for key, label in (
+                        ("c2st_auc", ""),
+                        ("ema_c2st_auc", " moving average"),
+                    )
+                    if any(key in p for p in selection.get(s, []))
                 ],
                 title="Validation C2ST while training (0.5 = ideal)",
                 x_label="generator step",
@@ -327,6 +443,7 @@ def render_report(
     split = min((r["split"] for r in metrics["results"]), default=0)
     summary = metrics["summary"]
     histogram_charts, heatmap_charts = _fidelity_charts(metrics)
+    amounts = amount_rows(metrics)
     return (
         _env()
         .get_template("report.html.j2")
@@ -341,6 +458,9 @@ def render_report(
                 if c["baseline"] == "none"
             },
             summary_charts=_summary_charts(metrics),
+            amounts=amounts,
+            added=rows_added(metrics),
+            amount_charts=_amount_charts(metrics, amounts),
             curve_charts=_curve_charts(metrics, curves, split),
             gan_charts=_gan_charts(metrics, histories),
             histogram_charts=histogram_charts,
@@ -458,12 +578,14 @@ def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
         for c in metrics.get("comparison", {}).get("comparisons", [])
         if c["baseline"] == "none"
     }
+    added = rows_added(metrics)
     rows = []
     for s in metrics["summary"]:
         d = diffs.get(s["method"])
         rows.append(
             {
                 "method": s["method"],
+                "rows_added_mean": added.get(s["method"]),
                 "auprc_mean": round(s["auprc_mean"], 4),
                 "auprc_ci95": _ci(s.get("auprc_ci95")),
                 "delta_vs_none": None if d is None else round(d["mean_diff"], 4),

@@ -355,8 +355,11 @@ def _gan_summary(split: int, gan_dir: Path, meta: dict, history: list) -> dict:
         "nonfinite_steps",
         "recoveries",
         "selected_step",
+        "selected_weights",
         "selection",
         "resumed_from_step",
+        "encoding",
+        "filter",
     )
     return {
         "split": split,
@@ -482,14 +485,10 @@ def stage_fidelity(
     synthetic = {"smote": X_res[len(y) :]}
     result: dict[str, Any] = {"split": split}
     if gan_dir is not None:
-        from pipeline.gan.trainer import generate_rows, load_gan
+        from pipeline.gan.trainer import load_gan
 
-        gan = load_gan(gan_dir)
-        synthetic["cwgan_gp"] = generate_rows(
-            gan.generator,
-            len(synthetic["smote"]),
-            latent_dim=gan.latent_dim,
-            random_state=sampler_seed,
+        synthetic["cwgan_gp"] = load_gan(gan_dir).sample(
+            len(synthetic["smote"]), random_state=sampler_seed
         )
     if split == 0:  # the split the report draws
         from pipeline.fidelity import fidelity_views
@@ -545,22 +544,76 @@ def stage_fit_detector(
     scores_path: str | Path,
     gan_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Fit one (method, split) detector; score validation and test rows.
+    """Fit one method's detectors on one split, one per amount of new minority rows
+    (:func:`~pipeline.detect.amount_targets`; ``none`` and ``class_weight`` add no
+    rows: one fit); score validation and test rows.
 
     Resampling happens inside the pipeline's ``fit`` on the training rows only; the
-    validation rows (early stopping) and test rows (metrics) stay real and untouched.
+    validation rows (early stopping, the amount choice) and test rows (metrics) stay
+    real and untouched. Returns ``{"method", "split", "grid": [record, ...]}``, one
+    full record per amount, each naming its scores file (``scores_path`` with the
+    amount's index) and, on split 0, its saved detector; the amount is chosen later,
+    over every split's records (:func:`~pipeline.evaluate.choose_amounts`).
     """
+    from pipeline.detect import NOT_RESAMPLED, amount_targets
+
+    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    targets: list[int | None] = (
+        [None]
+        if method in NOT_RESAMPLED
+        else amount_targets(data["train"]["y"], config.evaluation)
+    )
+    scores_path = Path(scores_path)
+    grid = []
+    for i, target in enumerate(targets):
+        grid.append(
+            _fit_one_detector(
+                data,
+                split,
+                method,
+                config,
+                n_minority=target,
+                sampler_seed=sampler_seed,
+                detector_seed=detector_seed,
+                scores_path=scores_path.with_name(f"{scores_path.stem}-{i}.parquet"),
+                model_path=(
+                    scores_path.with_name(f"{scores_path.stem}-{i}.ubj")
+                    if split == 0  # the registry's challenger comes from split 0
+                    else None
+                ),
+                gan_dir=gan_dir,
+            )
+        )
+    return {"method": method, "split": split, "grid": grid}
+
+
+def _fit_one_detector(
+    data: dict[str, dict[str, np.ndarray]],
+    split: int,
+    method: str,
+    config: PipelineConfig,
+    *,
+    n_minority: int | None,
+    sampler_seed: int,
+    detector_seed: int,
+    scores_path: Path,
+    model_path: Path | None,
+    gan_dir: str | Path | None,
+) -> dict[str, Any]:
+    from sklearn.metrics import average_precision_score
+
     from pipeline.detect import (
+        added_size,
         fit_detection_pipeline,
         fraud_scores,
         make_detection_pipeline,
         make_detector,
         make_sampler,
         resampled_size,
+        was_reused,
     )
     from pipeline.evaluate import bootstrap_ci, choose_threshold
 
-    data = load_split_data(frame_path, splits_path, transformer_path, split)
     y_train = data["train"]["y"]
     sampler = make_sampler(
         method,
@@ -568,6 +621,7 @@ def stage_fit_detector(
         random_state=sampler_seed,
         gan=config.gan,
         gan_dir=gan_dir,
+        n_minority=n_minority,
     )
     weight = None
     if method == "class_weight":
@@ -581,9 +635,13 @@ def stage_fit_detector(
     fit_detection_pipeline(
         pipeline,
         data["train"]["X"],
-        data["train"]["y"],
+        y_train,
         data["validation"]["X"],
         data["validation"]["y"],
+        synthetic_weight=config.evaluation.synthetic_weight,
+        # Identical fits within the run (same rows, weights and settings) are
+        # done once; the folder goes with the other partial files.
+        reuse_dir=scores_path.parent / "fits",
     )
     fit_seconds = time.perf_counter() - start
     parts = []
@@ -617,33 +675,40 @@ def stage_fit_detector(
         random_state=detector_seed,
     )
     xgb = pipeline.named_steps["xgb"]
-    if split == 0:  # the registry's challenger comes from split 0
-        with atomic_path(
-            split_dir(Path(scores_path).parent.parent, split)
-            / DETECTORS_DIR
-            / f"{method}.ubj",
-            suffix=".ubj",
-        ) as tmp:
+    if model_path is not None:
+        with atomic_path(model_path, suffix=".ubj") as tmp:
             xgb.save_model(tmp)
     save_parquet(scores_path, pd.concat(parts, ignore_index=True))
-    n_resampled = resampled_size(pipeline)
+    n_majority = int((y_train == 0).sum())
     record = {
         "method": method,
         "split": split,
+        "sampling_strategy": (
+            None if n_minority is None else round(n_minority / n_majority, 6)
+        ),
+        "n_added": added_size(pipeline),
+        "validation_auprc": float(
+            average_precision_score(data["validation"]["y"], scores["validation"])
+        ),
         **metrics,
         "scale_pos_weight": weight,
-        "n_train": int(len(data["train"]["y"])),
-        "n_train_resampled": n_resampled,
+        "n_train": int(len(y_train)),
+        "n_train_resampled": resampled_size(pipeline),
         "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
         "fit_seconds": round(fit_seconds, 3),
+        "reused_fit": was_reused(pipeline),
+        "scores_path": str(scores_path),
+        "model_path": None if model_path is None else str(model_path),
     }
     logger.info(
-        "split %d %-9s AUPRC %.4f  ROC-AUC %.4f  (%.1fs)",
+        "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
         split,
         method,
+        "" if n_minority is None else f"+{record['n_added']:>6,} rows",
+        record["validation_auprc"],
         record["auprc"],
-        record["roc_auc"],
         fit_seconds,
+        ", the same rows as an earlier fit: reused" if record["reused_fit"] else "",
     )
     return record
 
@@ -754,7 +819,6 @@ def stage_report(
     results: list[dict[str, Any]],
     gans: list[dict[str, Any]],
     fidelity: list[dict[str, Any]],
-    score_paths: list[str],
     started_at: str,
     started_monotonic: float | None = None,
     models_dir: str | Path | None = None,
@@ -764,12 +828,25 @@ def stage_report(
     ``manifest.json``; then refresh ``reports/index.html`` and ``reports/latest``.
 
     With ``models_dir`` (and ``registry.enabled``), the run's best detector is first
-    offered to the model registry; the decision goes into the metrics and report."""
+    offered to the model registry; the decision goes into the metrics and report.
+
+    ``results`` are the detector fits, a grid of amounts per method and split
+    (:func:`stage_fit_detector`); each method is reported at the amount chosen on
+    the validation rows (``evaluation.amount_choice``), and only those scores go
+    into ``predictions.parquet``."""
+    from pipeline.evaluate import choose_amounts
     from pipeline.report import render_report
 
     run_dir = Path(run_dir)
     reports_dir = Path(reports_dir)
-    predictions = _merge_predictions(run_dir, score_paths)
+    results, amount_choice = choose_amounts(results, config.evaluation.amount_choice)
+    for record in results:
+        model = record.pop("model_path", None)
+        if model is not None:
+            target = split_dir(run_dir, record["split"]) / DETECTORS_DIR
+            target.mkdir(parents=True, exist_ok=True)
+            os.replace(model, target / f"{record['method']}.ubj")
+    predictions = _merge_predictions(run_dir, [r.pop("scores_path") for r in results])
     labels = load_parquet(data["frame_path"], columns=[TARGET])[TARGET].to_numpy()
     order = {m: i for i, m in enumerate(config.evaluation.methods)}
     results = sorted(results, key=lambda r: (order.get(r["method"], 99), r["split"]))
@@ -793,6 +870,7 @@ def stage_report(
         "results": results,
         "summary": summarise(results),
         "comparison": compare_methods(results, SMOTE_FAMILY),
+        "amount_choice": amount_choice,
         "gan": {
             "splits": sorted(gans, key=lambda g: g["split"]),
             "nonfinite_steps": sum(int(g.get("nonfinite_steps") or 0) for g in gans),

@@ -61,3 +61,57 @@ def test_gpu_check_measures_every_variant(sample_path, tmp_path):
     assert printed["trainer_speedup_vs_cpu"] == pytest.approx(
         printed["trainer_rows_per_s"] / baseline["trainer_rows_per_s"], abs=0.01
     )
+
+
+def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
+    sample_path, tmp_path, monkeypatch
+):
+    from benchmarks import gan_fidelity
+
+    monkeypatch.setattr(gan_fidelity, "RESULTS", tmp_path / "results")
+    args = [
+        "--data",
+        str(sample_path),
+        "--splits",
+        "2",
+        "--seed",
+        "0",
+        "--seed",
+        "1",
+        "--jobs",
+        "2",
+        "--set",
+        "gan.steps=8",
+        "--set",
+        "gan.eval_every=4",
+        "--candidate",
+        "quantile:gan.encoding=quantile,gan.critic_widths=[32,32]",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--tag",
+        "t",
+    ]
+    out = gan_fidelity.main(args)
+    assert set(out["summary"]) == {"default", "quantile"}
+    assert out["candidates"]["quantile"]["config"]["critic_widths"] == [32, 32]
+    runs = out["runs"]["quantile"]
+    assert sorted((r["split"], r["seed"]) for r in runs) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
+    paired = out["summary"]["quantile"]["vs_default"]["test_c2st"]
+    diffs = [
+        r["test_c2st"] - d["test_c2st"]
+        for r, d in zip(runs, out["runs"]["default"], strict=True)
+    ]
+    assert paired["mean"] == pytest.approx(sum(diffs) / 4) and paired["n"] == 4
+    assert set(out["references"]) == {"(real_train)", "(smote)"}
+    saved = json.loads(
+        (tmp_path / "results").glob("gan-fidelity-*-t.json").__next__().read_text()
+    )
+    assert saved["table"] == out["table"]
+    # A second run measures nothing again: every job comes from the cache.
+    again = gan_fidelity.main(args)
+    assert again["runs"] == out["runs"]

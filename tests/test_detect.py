@@ -3,12 +3,17 @@ import pytest
 
 from pipeline.config import METHODS, load_config
 from pipeline.detect import (
+    NOT_RESAMPLED,
+    added_rows,
+    added_size,
+    amount_targets,
     fit_detection_pipeline,
     fraud_scores,
     make_detection_pipeline,
     make_detector,
     make_sampler,
     resampled_size,
+    was_reused,
 )
 from pipeline.errors import ConfigError
 from pipeline.evaluate import compute_metrics, summarise
@@ -46,8 +51,59 @@ def test_every_method_fits_and_scores_real_rows_only(split_data, method):
             method, config.evaluation, random_state=1, gan=config.gan
         ).fit_resample(X_tr, y_tr)
         assert resampled_size(pipe) == len(X_res) != len(y_tr)
+        assert 0 < added_size(pipe) <= len(X_res) - (y_tr == 1).sum()
     else:
         assert resampled_size(pipe) == len(y_tr)
+        assert added_size(pipe) == 0
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m not in NOT_RESAMPLED])
+def test_every_sampler_adds_the_rows_it_is_asked_for(split_data, method):
+    X_tr, y_tr, *_ = split_data
+    config = load_config("smoke", overrides={"gan": TINY})
+    n_min = int((y_tr == 1).sum())
+    for target in amount_targets(y_tr, config.evaluation):
+        sampler = make_sampler(
+            method, config.evaluation, random_state=1, gan=config.gan, n_minority=target
+        )
+        X_res, y_res = sampler.fit_resample(X_tr, y_tr)
+        added = added_rows(sampler, len(y_tr), len(y_res))
+        # Added rows are new minority rows; every original fraud is still there
+        # unless a cleaner removed it.
+        assert (y_res[added] == 1).all()
+        if method in ("smote_tomek", "smote_enn"):
+            assert added.sum() <= target - n_min
+        elif method == "adasyn":  # ADASYN rounds per neighbourhood
+            assert added.sum() == pytest.approx(target - n_min, rel=0.25)
+        else:
+            assert added.sum() == target - n_min
+            np.testing.assert_array_equal(X_res[~added], X_tr)
+
+
+def test_the_amount_grid_runs_from_one_per_real_fraud_to_the_shared_ratio():
+    y = np.r_[np.zeros(100_000, int), np.ones(200, int)]
+    config = load_config("default")
+    assert amount_targets(y, config.evaluation) == [400, 1_000, 3_400, 10_000]
+    # Grid points above the shared ratio are dropped; the ratio stays.
+    small = config.evaluation.model_copy(update={"sampling_strategy": 0.005})
+    assert amount_targets(y, small) == [400, 500]
+    with pytest.raises(ConfigError, match="already hold"):
+        amount_targets(np.r_[np.zeros(100, int), np.ones(50, int)], config.evaluation)
+
+
+def test_added_rows_can_weigh_less_than_real_ones(split_data):
+    X_tr, y_tr, X_va, y_va, X_te, _ = split_data
+    config = load_config("smoke", overrides={"detector": {"n_estimators": 30}})
+    scores = {}
+    for weight in (1.0, 0.2):
+        pipe = make_detection_pipeline(
+            make_sampler("smote", config.evaluation, random_state=1),
+            make_detector(config.detector, random_state=2),
+        )
+        fit_detection_pipeline(pipe, X_tr, y_tr, X_va, y_va, synthetic_weight=weight)
+        scores[weight] = fraud_scores(pipe, X_te)
+    # Lighter synthetic frauds: lower fraud scores overall.
+    assert scores[0.2].mean() < scores[1.0].mean()
 
 
 def test_unknown_method():
@@ -100,3 +156,24 @@ def test_curves_keep_the_high_precision_corner():
     # Points between recall 0.1 and 0.7 (where precision is still high) survive.
     mid = [p for r, p in zip(pr["x"], pr["y"], strict=True) if 0.1 < r < 0.7]
     assert len(mid) > 10 and min(mid) > 0.9
+
+
+def test_a_fit_on_the_same_rows_is_reused_not_repeated(split_data, tmp_path):
+    X_tr, y_tr, X_va, y_va, X_te, _ = split_data
+    config = load_config("smoke", overrides={"detector": {"n_estimators": 40}})
+
+    def fit(method, **kwargs):
+        pipe = make_detection_pipeline(
+            make_sampler(method, config.evaluation, random_state=1, **kwargs),
+            make_detector(config.detector, random_state=2),
+        )
+        fit_detection_pipeline(pipe, X_tr, y_tr, X_va, y_va, reuse_dir=tmp_path)
+        return pipe
+
+    first, again = fit("smote"), fit("smote")
+    assert not was_reused(first) and was_reused(again)
+    np.testing.assert_array_equal(fraud_scores(first, X_te), fraud_scores(again, X_te))
+    assert again[-1].best_iteration == first[-1].best_iteration
+    # Other rows (another amount) are fitted, not reused.
+    target = amount_targets(y_tr, config.evaluation)[0]
+    assert not was_reused(fit("smote", n_minority=target))

@@ -5,6 +5,7 @@ from sklearn.metrics import average_precision_score, f1_score
 from pipeline.evaluate import (
     bootstrap_auprc,
     bootstrap_ci,
+    choose_amounts,
     choose_threshold,
     compare_methods,
     compute_metrics,
@@ -153,3 +154,49 @@ def test_bootstrap_auprc_is_sklearn_on_the_resampled_rows_exactly(scored, ties):
         )
         assert row[0] == average_precision_score(y[idx], a[idx])
         assert row[1] == average_precision_score(y[idx], b[idx])
+
+
+def _grid(method, split, validation, test):
+    return {
+        "method": method,
+        "split": split,
+        "grid": [
+            {
+                "method": method,
+                "split": split,
+                "sampling_strategy": None if len(validation) == 1 else 0.01 * (i + 1),
+                "n_added": 0 if len(validation) == 1 else 100 * (i + 1),
+                "validation_auprc": v,
+                "auprc": t,
+            }
+            for i, (v, t) in enumerate(zip(validation, test, strict=True))
+        ],
+    }
+
+
+def test_amounts_are_chosen_on_validation_rows_never_on_test():
+    fits = [
+        _grid("none", 0, [0.8], [0.8]),
+        _grid("none", 1, [0.7], [0.7]),
+        # Test AUPRC prefers the last amount everywhere; validation does not.
+        _grid("smote", 0, [0.81, 0.85, 0.80], [0.1, 0.2, 0.9]),
+        _grid("smote", 1, [0.75, 0.70, 0.74], [0.1, 0.2, 0.9]),
+    ]
+    records, choice = choose_amounts(fits, "per_split")
+    smote = {r["split"]: r for r in records if r["method"] == "smote"}
+    assert smote[0]["n_added"] == 200 and smote[1]["n_added"] == 100
+    assert [e["validation_auprc"] for e in smote[0]["amount_search"]] == [
+        0.81,
+        0.85,
+        0.80,
+    ]
+    assert all(r["amount_rule"] == "per_split" for r in records)
+    none = [r for r in records if r["method"] == "none"]
+    assert len(none) == 2 and "none" not in choice["methods"]
+    # Pooled: the best mean validation AUPRC (0.78, 0.775, 0.77) -> the first.
+    pooled, choice = choose_amounts(fits, "pooled")
+    assert {r["n_added"] for r in pooled if r["method"] == "smote"} == {100}
+    steadiness = choice["methods"]["smote"]
+    assert steadiness["per_split"]["test_auprc_mean"] == pytest.approx(0.15)
+    assert steadiness["pooled"]["test_auprc_mean"] == pytest.approx(0.1)
+    assert steadiness["pooled"]["n_added"] == [100, 100]

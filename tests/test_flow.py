@@ -92,6 +92,44 @@ def test_metrics_and_predictions_agree_and_recompute(finished_run, sample_path):
     assert metrics["comparison"]["headline"].startswith("One split only")
 
 
+def test_each_method_is_reported_at_the_amount_its_validation_rows_chose(
+    finished_run,
+):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    resampled = 0
+    for record in metrics["results"]:
+        search = record["amount_search"]
+        if record["method"] in ("none", "class_weight"):
+            assert record["sampling_strategy"] is None and record["n_added"] == 0
+            assert len(search) == 1
+            continue
+        resampled += 1
+        # The grid: increasing amounts up to the shared ratio; the chosen one has
+        # the best validation AUPRC (test AUPRC plays no part).
+        added = [e["n_added"] for e in search]
+        assert len(search) >= 2 and added == sorted(added) and added[0] > 0
+        assert search[-1]["sampling_strategy"] == pytest.approx(
+            metrics["config"]["evaluation"]["sampling_strategy"], abs=1e-4
+        )
+        best = max(search, key=lambda e: e["validation_auprc"])
+        assert record["n_added"] == best["n_added"]
+        assert record["validation_auprc"] == best["validation_auprc"]
+        assert record["auprc"] == best["test_auprc"]
+        assert record["amount_rule"] == "per_split"
+        assert "scores_path" not in record and "model_path" not in record
+    assert resampled == len(metrics["results"]) - 2
+    assert set(metrics["amount_choice"]["methods"]) == {
+        r["method"] for r in metrics["results"] if len(r["amount_search"]) > 1
+    }
+    html = (run_dir / "report.html").read_text()
+    assert 'id="amounts"' in html and "AUPRC against rows added" in html
+    # The registry's candidates are the chosen detectors of split 0, one a method.
+    detectors = sorted(p.name for p in (run_dir / "split-0" / "detectors").iterdir())
+    assert detectors == sorted(f"{m}.ubj" for m in metrics["methods"])
+
+
 def test_scored_rows_are_real_held_out_rows(finished_run):
     result, reports = finished_run
     run_dir = reports / result["run_id"]

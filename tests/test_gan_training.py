@@ -21,7 +21,6 @@ from pipeline.gan.networks import build_critic, build_generator
 from pipeline.gan.penalty import gradient_penalty
 from pipeline.gan.trainer import (
     CHECKPOINT_STATE,
-    generate_rows,
     make_training_dataset,
     train_cwgan_gp,
 )
@@ -161,12 +160,29 @@ def test_model_selection_keeps_the_best_validation_checkpoint(model_space):
     assert trained.meta["selected_step"] == best["step"]
 
 
+EVERY_OPTION = {
+    "ema_decay": 0.9,
+    "encoding": "quantile",
+    "pac": 2,
+    "critic_dropout": 0.2,
+    "residual": True,
+    "critic_learning_rate": 3e-4,
+}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, EVERY_OPTION, {"encoding": "mode_specific", "filter": "critic"}],
+    ids=["default", "options", "mode-specific"],
+)
 def test_interrupt_saves_a_checkpoint_and_the_rerun_finishes_identically(
-    tmp_path, model_space, monkeypatch
+    tmp_path, model_space, monkeypatch, options
 ):
+    # Every piece of state is checkpointed: with the generator's moving average,
+    # dequantised batches, dropout, packing, batch norm and two learning rates too.
     X, y = model_space
     frauds = X[y == 1]
-    config = GANConfig(**{**TINY, "steps": 8, "eval_every": 4})
+    config = GANConfig(**{**TINY, "steps": 8, "eval_every": 4, **options})
     kwargs = dict(random_state=3, validation=frauds, log_every=2)
     reference = train_cwgan_gp(X, y, config, **kwargs)
 
@@ -188,10 +204,10 @@ def test_interrupt_saves_a_checkpoint_and_the_rerun_finishes_identically(
     resumed = train_cwgan_gp(X, y, config, checkpoint_dir=tmp_path, **kwargs)
     assert resumed.meta["resumed_from_step"] == 6
     np.testing.assert_array_equal(
-        generate_rows(resumed.generator, 30, latent_dim=8, random_state=1),
-        generate_rows(reference.generator, 30, latent_dim=8, random_state=1),
+        resumed.sample(30, random_state=1), reference.sample(30, random_state=1)
     )
     assert resumed.meta["selected_step"] == reference.meta["selected_step"]
+    assert resumed.meta["selection"] == reference.meta["selection"]
 
 
 def test_a_checkpoint_for_other_data_is_ignored(tmp_path, model_space):
@@ -329,3 +345,80 @@ def test_too_few_frauds_to_train_the_gan_is_a_data_error():
     X, y = rng.normal(size=(200, 4)), np.r_[np.ones(5), np.zeros(195)].astype(int)
     with pytest.raises(DataValidationError, match=r"only 5 fraud rows .* at least 10"):
         train_cwgan_gp(X, y, GANConfig(steps=2), random_state=0)
+
+
+def test_the_moving_average_is_scored_and_can_be_the_one_kept(model_space):
+    X, y = model_space
+    config = GANConfig(**{**TINY, "steps": 12, "eval_every": 4, "ema_decay": 0.8})
+    trained = train_cwgan_gp(X, y, config, random_state=0, validation=X[y == 1])
+    assert all(
+        "ema_c2st_auc" in s and "c2st_auc" in s for s in trained.meta["selection"]
+    )
+    best = min(
+        (v, s["step"], k)
+        for s in trained.meta["selection"]
+        for k, v in s.items()
+        if k != "step"
+    )
+    assert trained.meta["selected_step"] == best[1]
+    kept = "ema" if best[2] == "ema_c2st_auc" else "generator"
+    assert trained.meta["selected_weights"] == kept
+
+
+@pytest.mark.parametrize("kind", ["classifier", "critic"])
+def test_a_filter_keeps_the_most_real_looking_draws(tmp_path, model_space, kind):
+    import dataclasses
+
+    from pipeline.gan.trainer import load_gan, save_gan
+
+    X, y = model_space
+    config = GANConfig(**{**TINY, "filter": kind, "filter_share": 0.5})
+    trained = train_cwgan_gp(X, y, config, random_state=0)
+    rows = trained.sample(40, random_state=2)
+    unfiltered = dataclasses.replace(trained, meta={**trained.meta, "filter": "none"})
+    pool = unfiltered.sample(80, random_state=2)
+    kept = np.array([np.flatnonzero((pool == r).all(axis=1))[0] for r in rows])
+    assert len(set(kept)) == 40 and (np.diff(kept) > 0).all()  # a subset, in order
+    Z = trained.encoder.encode(pool)
+    realness = trained._realness(Z.astype(np.float32), pool, 1)
+    dropped = np.setdiff1d(np.arange(80), kept)
+    assert realness[kept].min() >= realness[dropped].max() - 1e-6
+    save_gan(tmp_path / "gan", trained)
+    np.testing.assert_array_equal(
+        load_gan(tmp_path / "gan").sample(40, random_state=2), rows
+    )
+
+
+def test_dequantised_batches_stay_in_their_slots(model_space):
+    from scipy.special import ndtri
+
+    from pipeline.gan.encoding import ColumnEncoder
+
+    X, y = model_space
+    encoder = ColumnEncoder("quantile").fit(X[y == 1])
+    low, high = encoder.cdf_bounds(X)
+    clip = encoder.uniform_clip()
+    kwargs = dict(
+        batch_size=16,
+        n_critic=1,
+        fraud_fraction=1.0,
+        seed=4,
+        dequantize=(low, high, clip),
+    )
+    first = [b[0].numpy() for b in make_training_dataset(None, y, **kwargs).take(3)]
+    again = [b[0].numpy() for b in make_training_dataset(None, y, **kwargs).take(3)]
+    np.testing.assert_array_equal(np.stack(first), np.stack(again))
+    lo = ndtri(np.clip(low[y == 1], clip, 1 - clip)).min(axis=0)
+    hi = ndtri(np.clip(high[y == 1], clip, 1 - clip)).max(axis=0)
+    for batch in first:
+        assert ((batch >= lo - 1e-5) & (batch <= hi + 1e-5)).all()
+    assert not np.array_equal(first[0], first[1])
+
+
+def test_option_combinations_that_cannot_work_are_config_errors():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="multiple of pac"):
+        GANConfig(batch_size=30, pac=4)
+    with pytest.raises(ValidationError, match="packed critic"):
+        GANConfig(filter="critic", pac=2)

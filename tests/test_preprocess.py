@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from pipeline.config import SplitConfig
 from pipeline.errors import ArtifactError, DataValidationError
 from pipeline.ingest import FEATURES
-from pipeline.config import SplitConfig
 from pipeline.preprocess import (
     TabularTransformer,
     make_splits,
@@ -82,7 +82,10 @@ def test_temporal_boundaries_keep_equal_times_together():
     y = np.tile([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], 10)
     splits = make_temporal_split(time, y, test_size=0.25, validation_size=0.25)
     for a, b in (("train", "validation"), ("validation", "test")):
-        assert time[subset_rows(splits, 0, a)].max() < time[subset_rows(splits, 0, b)].min()
+        assert (
+            time[subset_rows(splits, 0, a)].max()
+            < time[subset_rows(splits, 0, b)].min()
+        )
     assert len(splits) == len(time)
 
 

@@ -3,6 +3,26 @@ import re
 from pipeline.report import render_index, render_report
 
 
+def _amounts(method: str, split: int) -> dict:
+    if method == "none":
+        search = [{"sampling_strategy": None, "n_added": 0}]
+    else:
+        search = [
+            {"sampling_strategy": r, "n_added": n}
+            for r, n in ((0.02, 10), (0.05, 40), (0.1, 90))
+        ]
+    for i, entry in enumerate(search):
+        entry["validation_auprc"] = 0.7 + 0.01 * i + 0.001 * split
+        entry["test_auprc"] = 0.72 + 0.02 * i
+    return {
+        "sampling_strategy": search[-1]["sampling_strategy"],
+        "n_added": search[-1]["n_added"],
+        "validation_auprc": search[-1]["validation_auprc"],
+        "amount_search": search,
+        "amount_rule": "per_split",
+    }
+
+
 def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
     from pipeline.evaluate import compare_methods, summarise
 
@@ -32,6 +52,7 @@ def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
                     "n_train_resampled": 300,
                     "best_iteration": 9,
                     "fit_seconds": 1.0,
+                    **_amounts(m, split),
                 }
             )
     return {
@@ -53,12 +74,17 @@ def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
         "results": results,
         "summary": summarise(results),
         "comparison": compare_methods(results, ("smote",)),
+        "amount_choice": {"rule": "per_split", "methods": {}},
         "gan": {"splits": []},
         "fidelity": {},
         "config": {
             "report": {"title": "fraudaug evaluation report"},
             "split": {"mode": "stratified"},
-            "evaluation": {"sampling_strategy": 0.1, "review_cost": 5.0},
+            "evaluation": {
+                "sampling_strategy": 0.1,
+                "review_cost": 5.0,
+                "synthetic_weight": 1.0,
+            },
         },
     }
 
@@ -143,6 +169,16 @@ def test_report_draws_every_chart_with_three_splits():
     assert "real test frauds (n=98)" in html
     assert html.count('class="chart heatmap"') == 2
     assert "V0 × V1: +0.40" in html
+    # The dose-response charts: validation and test AUPRC against rows added,
+    # each resampling method a line, none a dashed level.
+    assert "Validation AUPRC against rows added" in html
+    assert "Test AUPRC against rows added" in html
+    section = html.split('id="amounts"')[1].split('id="curves"')[0]
+    assert section.count('data-series="smote"') >= 2
+    assert 'stroke-dasharray="5 3" data-series="none"' in section
+    grid = section.split('id="amount-grid"')[1]
+    assert grid.count("<tr data-series=") == 6  # 2 methods x 3 amounts
+    assert "3 of 3" in grid  # the largest amount was chosen on every split
     # Toggles exist for every method (shown by the script; hidden without it).
     for method in ("none", "smote", "cwgan_gp"):
         assert f'data-toggle="{method}"' in html

@@ -9,12 +9,7 @@ import pandas as pd
 
 from pipeline.artifacts import MANIFEST, load_json, verify_artifact
 from pipeline.errors import ConfigError
-from pipeline.gan.trainer import (
-    GENERATOR_FILE,
-    TRANSFORMER_FILE,
-    generate_rows,
-    load_gan,
-)
+from pipeline.gan.trainer import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
 from pipeline.ingest import COLUMNS, TARGET
 from pipeline.preprocess import TabularTransformer
 
@@ -25,7 +20,9 @@ def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
     run_dir = Path(run_dir)
     gan_dir = run_dir / f"split-{split}" / "gan"
     if (run_dir / MANIFEST).is_file():
-        for name in (GENERATOR_FILE, TRANSFORMER_FILE, "gan.json"):
+        verify_artifact(run_dir, f"split-{split}/gan/{META_FILE}")
+        meta = load_json(gan_dir / META_FILE)
+        for name in (*gan_files(meta), TRANSFORMER_FILE):
             verify_artifact(run_dir, f"split-{split}/gan/{name}")
     return gan_dir
 
@@ -44,9 +41,7 @@ def generate_transactions(
     gan_dir = Path(gan_dir)
     gan = load_gan(gan_dir)
     transformer = TabularTransformer.from_dict(load_json(gan_dir / TRANSFORMER_FILE))
-    rows = generate_rows(
-        gan.generator, n_samples, latent_dim=gan.latent_dim, random_state=random_state
-    )
+    rows = gan.sample(n_samples, random_state=random_state)
     frame = transformer.to_domain(transformer.inverse_transform(rows))
     frame[TARGET] = np.int8(1)
     return frame[list(COLUMNS)]

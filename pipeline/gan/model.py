@@ -37,6 +37,18 @@ class ConditionalWGANGP(keras.Model):
         Epsilon inside the penalty's square root.
     seed : int
         Seeds the noise and interpolation weights (a ``SeedGenerator``).
+    pac : int
+        PacGAN packing: the critic judges ``pac`` rows at once (concatenated), so
+        a generator that collapses onto few modes is easier to catch. Batches must
+        be a multiple of ``pac``; the critic's input is ``pac`` rows wide.
+    ema_generator : keras.Model, optional
+        Same architecture as ``generator``; after every applied generator update
+        its weights move to ``decay * ema + (1 - decay) * weights`` (an exponential
+        moving average of the generator, with the warm-up
+        ``decay_t = min(ema_decay, (1 + t) / (10 + t))`` so that early weights
+        fade out fast).
+    ema_decay : float
+        See ``ema_generator``.
     """
 
     def __init__(
@@ -49,6 +61,9 @@ class ConditionalWGANGP(keras.Model):
         gp_weight: float = 10.0,
         gp_epsilon: float = 1e-12,
         seed: int = 0,
+        pac: int = 1,
+        ema_generator: keras.Model | None = None,
+        ema_decay: float = 0.999,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -59,6 +74,12 @@ class ConditionalWGANGP(keras.Model):
         self.gp_weight = gp_weight
         self.gp_epsilon = gp_epsilon
         self.seed_generator = keras.random.SeedGenerator(seed)
+        self.pac = pac
+        self.ema_generator = ema_generator
+        self.ema_decay = ema_decay
+        self.generator_updates = tf.Variable(
+            0, name="generator_updates", dtype="int64", trainable=False
+        )
         self.c_loss_tracker = keras.metrics.Mean(name="critic_loss")
         self.g_loss_tracker = keras.metrics.Mean(name="generator_loss")
         self.gp_tracker = keras.metrics.Mean(name="gradient_penalty")
@@ -105,18 +126,31 @@ class ConditionalWGANGP(keras.Model):
 
         return tf.cond(finite, apply, lambda: tf.constant(False))
 
+    def _pack(self, x):
+        """``(n, d)`` -> ``(n / pac, pac * d)``: ``pac`` rows side by side."""
+        if self.pac == 1:
+            return x
+        return ops.reshape(x, (-1, self.pac * ops.shape(x)[-1]))
+
     def _critic_step(self, x_real, condition):
         n = ops.shape(x_real)[0]
         with tf.GradientTape() as tape:
             x_fake = self.generator([self._noise(n), condition], training=True)
-            real_score = ops.mean(self.critic([x_real, condition], training=True))
-            fake_score = ops.mean(self.critic([x_fake, condition], training=True))
+            packed_real = self._pack(x_real)
+            packed_fake = self._pack(x_fake)
+            packed_condition = self._pack(condition)
+            real_score = ops.mean(
+                self.critic([packed_real, packed_condition], training=True)
+            )
+            fake_score = ops.mean(
+                self.critic([packed_fake, packed_condition], training=True)
+            )
             wasserstein = ops.cast(real_score - fake_score, "float32")
             gp = gradient_penalty(
                 self.critic,
-                x_real,
-                x_fake,
-                condition,
+                packed_real,
+                packed_fake,
+                packed_condition,
                 seed=self.seed_generator,
                 epsilon=self.gp_epsilon,
             )
@@ -131,13 +165,30 @@ class ConditionalWGANGP(keras.Model):
         n = ops.shape(condition)[0]
         with tf.GradientTape() as tape:
             x_fake = self.generator([self._noise(n), condition], training=True)
-            loss = -ops.mean(self.critic([x_fake, condition], training=True))
-            loss = ops.cast(loss, "float32")
+            score = self.critic(
+                [self._pack(x_fake), self._pack(condition)], training=True
+            )
+            loss = ops.cast(-ops.mean(score), "float32")
         grads = tape.gradient(loss, self.generator.trainable_weights)
         applied = self._apply_if_finite(
             self.g_optimizer, loss, grads, self.generator.trainable_weights
         )
+        if self.ema_generator is not None:
+            tf.cond(applied, self._update_ema, lambda: tf.constant(False))
         return loss, applied
+
+    def _update_ema(self):
+        self.generator_updates.assign_add(1)
+        t = ops.cast(self.generator_updates, "float32")
+        decay = ops.minimum(self.ema_decay, (1.0 + t) / (10.0 + t))
+        for average, current in zip(
+            self.ema_generator.weights, self.generator.weights, strict=True
+        ):
+            if current.trainable:
+                average.assign(decay * average + (1.0 - decay) * current)
+            else:  # e.g. BatchNormalization's moving statistics
+                average.assign(current)
+        return tf.constant(True)
 
     @staticmethod
     def _track(tracker, value, applied):

@@ -15,12 +15,7 @@ from sklearn.utils import check_random_state
 
 from pipeline.config import GANConfig
 from pipeline.errors import ArtifactError
-from pipeline.gan.trainer import (
-    data_fingerprint,
-    generate_rows,
-    load_gan,
-    train_cwgan_gp,
-)
+from pipeline.gan.trainer import data_fingerprint, load_gan, train_cwgan_gp
 
 
 class GANOverSampler(BaseOverSampler):
@@ -101,10 +96,8 @@ class GANOverSampler(BaseOverSampler):
         ):
             if n_samples == 0:
                 continue
-            rows = generate_rows(
-                self.gan_.generator,
+            rows = self.gan_.sample(
                 n_samples,
-                latent_dim=self.gan_.latent_dim,
                 label=int(np.searchsorted(self.classes_, label)),
                 random_state=sample_seed + offset,
             )
