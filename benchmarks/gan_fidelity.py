@@ -9,6 +9,7 @@ KS, correlation, near copies); the validation C2ST is the score model selection
 kept (validation frauds). SMOTE's rows and the real training frauds are measured
 on the same splits for scale. ``default`` (the current config) is always run, and
 every candidate is compared with it run by run (paired: same split, same seed).
+Candidates that differ only in the filter share one trained GAN per split and seed.
 
     python -m benchmarks.gan_fidelity [--data data/raw/creditcard.csv]
         [--splits 3] [--seed 0 --seed 1] [--jobs 2]
@@ -115,23 +116,37 @@ def _n_synthetic(data: dict) -> int:
     return max(target - int((y == 1).sum()), 1)
 
 
+SAMPLING_FIELDS = ("filter", "filter_share")
+"""Settings that act only when rows are drawn: candidates that differ only in them
+share one trained GAN per split and seed (its variants)."""
+
+
 def run_gan(job: dict[str, Any]) -> dict[str, Any]:
-    """Train one candidate on one split with one seed; judge its rows."""
+    """Train one GAN on one split with one seed; judge the rows of each of its
+    variants (the candidates that differ from it only in SAMPLING_FIELDS)."""
+    import dataclasses
+
     from pipeline.config import GANConfig
     from pipeline.fidelity import compute_fidelity
-    from pipeline.gan.trainer import train_cwgan_gp
+    from pipeline.gan.trainer import fit_filter_classifier, train_cwgan_gp
 
     data = _split_data(job["paths"], job["split"])
     X, y = data["train"]["X"], data["train"]["y"]
     val = data["validation"]["X"][data["validation"]["y"] == 1]
     test = data["test"]["X"][data["test"]["y"] == 1]
     config = GANConfig.model_validate(job["gan"])
+    wants_critic = any(v["filter"] == "critic" for v in job["variants"].values())
+    if wants_critic:  # training is the same; the critic is kept for the filter
+        config = config.model_copy(update={"filter": "critic"})
     start = time.perf_counter()
     trained = train_cwgan_gp(X, y, config, random_state=job["gan_seed"], validation=val)
     seconds = time.perf_counter() - start
-    rows = trained.sample(_n_synthetic(data), random_state=job["gan_seed"] + 7)
-    fidelity = compute_fidelity(rows, test, X[y == 1], random_state=job["split"] + 1)
-    return {
+    # The classifier filter's seed, as train_cwgan_gp derives it.
+    select_seed = int(np.random.SeedSequence(job["gan_seed"]).generate_state(5)[4])
+    plain = dataclasses.replace(
+        trained, meta={**trained.meta, "filter": "none"}, filter_model=None
+    )
+    common = {
         "train_seconds": round(seconds, 1),
         "nonfinite_steps": trained.meta["nonfinite_steps"],
         "selected_step": trained.meta["selected_step"],
@@ -139,9 +154,29 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
         "validation_c2st": min(
             v for s in trained.meta["selection"] for k, v in s.items() if k != "step"
         ),
-        "test_c2st": fidelity["c2st_auc"],
-        **{k: v for k, v in fidelity.items() if k != "c2st_auc"},
     }
+    out = {}
+    for name, variant in job["variants"].items():
+        model = {
+            "none": None,
+            "critic": trained.filter_model if wants_critic else None,
+            "classifier": None,
+        }[variant["filter"]]
+        if variant["filter"] == "classifier":
+            model = fit_filter_classifier(plain, X[y == 1], 1, select_seed)
+        gan = dataclasses.replace(
+            plain, meta={**plain.meta, **variant}, filter_model=model
+        )
+        rows = gan.sample(_n_synthetic(data), random_state=job["gan_seed"] + 7)
+        fidelity = compute_fidelity(
+            rows, test, X[y == 1], random_state=job["split"] + 1
+        )
+        out[name] = {
+            **common,
+            "test_c2st": fidelity["c2st_auc"],
+            **{k: v for k, v in fidelity.items() if k != "c2st_auc"},
+        }
+    return out
 
 
 def run_references(job: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +300,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     seeds = args.seeds or [0, 1]
 
-    from pipeline.config import load_config, parse_overrides, run_seeds
+    from pipeline.config import GANConfig, load_config, parse_overrides, run_seeds
     from pipeline.stages import code_version
 
     base = load_config("default", overrides=parse_overrides(args.set))
@@ -290,18 +325,29 @@ def main(argv: list[str] | None = None) -> dict:
         }
         for split in range(args.splits)
     ]
+    # Candidates that differ only in how rows are drawn share their training.
+    trainings: dict[str, dict[str, Any]] = {}
     for name, gan in candidates.items():
+        dump = gan.model_dump(mode="json")
+        base = GANConfig().model_dump(mode="json")
+        training = {**dump, **{k: base[k] for k in SAMPLING_FIELDS}}
+        key = json.dumps(training, sort_keys=True)
+        trainings.setdefault(key, {"gan": training, "variants": {}})["variants"][
+            name
+        ] = {k: dump[k] for k in SAMPLING_FIELDS}
+    for training in trainings.values():
         for seed in seeds:
             gan_seeds = run_seeds(seed, args.splits)["gan"]
             for split in range(args.splits):
                 jobs.append(
                     {
                         "kind": "gan",
-                        "name": name,
+                        "name": "+".join(training["variants"]),
                         "split": split,
                         "seed": seed,
                         "gan_seed": gan_seeds[split],
-                        "gan": gan.model_dump(mode="json"),
+                        "gan": training["gan"],
+                        "variants": training["variants"],
                         "paths": paths,
                     }
                 )
@@ -341,14 +387,15 @@ def main(argv: list[str] | None = None) -> dict:
             tmp.write_text(json.dumps(result))
             os.replace(tmp, entry)
             results.append((job, result))
+            scores = (
+                ", ".join(f"{n} {r['test_c2st']:.3f}" for n, r in result.items())
+                if job["kind"] == "gan"
+                else ""
+            )
             print(
                 f"  [{done}/{len(futures)}] {job['name']} split {job['split']}"
                 + (f" seed {job['seed']}" if "seed" in job else "")
-                + (
-                    f": test C2ST {result['test_c2st']:.3f}"
-                    if "test_c2st" in result
-                    else ""
-                )
+                + (f": test C2ST {scores}" if scores else "")
                 + f" ({time.perf_counter() - started:.0f} s)",
                 file=sys.stderr,
             )
@@ -360,9 +407,9 @@ def main(argv: list[str] | None = None) -> dict:
             for name in references:
                 references[name].append({"split": job["split"], **result[name]})
         else:
-            runs[job["name"]].append(
-                {"split": job["split"], "seed": job["seed"], **result}
-            )
+            for name, record in result.items():
+                where = {"split": job["split"], "seed": job["seed"]}
+                runs[name].append({**where, **record})
     for records in (*runs.values(), *references.values()):
         records.sort(key=lambda r: (r["split"], r.get("seed", 0)))
     summary = summarise(runs)

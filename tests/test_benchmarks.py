@@ -86,13 +86,15 @@ def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
         "gan.eval_every=4",
         "--candidate",
         "quantile:gan.encoding=quantile,gan.critic_widths=[32,32]",
+        "--candidate",
+        "filtered:gan.filter=classifier,gan.filter_share=0.5",
         "--cache-dir",
         str(tmp_path / "cache"),
         "--tag",
         "t",
     ]
     out = gan_fidelity.main(args)
-    assert set(out["summary"]) == {"default", "quantile"}
+    assert set(out["summary"]) == {"default", "quantile", "filtered"}
     assert out["candidates"]["quantile"]["config"]["critic_widths"] == [32, 32]
     runs = out["runs"]["quantile"]
     assert sorted((r["split"], r["seed"]) for r in runs) == [
@@ -108,6 +110,13 @@ def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
     ]
     assert paired["mean"] == pytest.approx(sum(diffs) / 4) and paired["n"] == 4
     assert set(out["references"]) == {"(real_train)", "(smote)"}
+    # The filter acts when rows are drawn: the filtered candidate is the default's
+    # trained GAN (same training, same selection), judged on other rows.
+    pairs = zip(out["runs"]["default"], out["runs"]["filtered"], strict=True)
+    for plain, filtered in pairs:
+        assert filtered["train_seconds"] == plain["train_seconds"]
+        assert filtered["validation_c2st"] == plain["validation_c2st"]
+        assert filtered["test_c2st"] != plain["test_c2st"]
     saved = json.loads(
         (tmp_path / "results").glob("gan-fidelity-*-t.json").__next__().read_text()
     )

@@ -748,13 +748,13 @@ def train_cwgan_gp(
     if config.filter == "critic":
         trained.filter_model = trainer.critic
     elif config.filter == "classifier":
-        trained.filter_model = _fit_filter_classifier(
+        trained.filter_model = fit_filter_classifier(
             trained, X[y == trainer.minority], trainer.minority, trainer.select_seed
         )
     return trained
 
 
-def _fit_filter_classifier(
+def fit_filter_classifier(
     trained: TrainedGAN, real: np.ndarray, label: int, random_state: int
 ):
     """A classifier telling the generator's rows from the real training frauds
