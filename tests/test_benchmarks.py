@@ -115,8 +115,9 @@ def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
     pairs = zip(out["runs"]["default"], out["runs"]["filtered"], strict=True)
     for plain, filtered in pairs:
         assert filtered["train_seconds"] == plain["train_seconds"]
-        assert filtered["validation_c2st"] == plain["validation_c2st"]
+        assert filtered["selection_c2st"] == plain["selection_c2st"]
         assert filtered["test_c2st"] != plain["test_c2st"]
+        assert filtered["validation_c2st"] != plain["validation_c2st"]
     saved = json.loads(
         (tmp_path / "results").glob("gan-fidelity-*-t.json").__next__().read_text()
     )

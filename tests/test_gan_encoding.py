@@ -72,6 +72,14 @@ def test_json_round_trip_and_bad_json(columns):
         ColumnEncoder("fancy")
 
 
+@pytest.mark.parametrize("kind", ["quantile", "mode_specific"])
+def test_a_non_finite_training_value_is_refused_with_its_place(columns, kind):
+    bad = columns.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(ValueError, match="training row 7, column 1 is nan"):
+        ColumnEncoder(kind, mode_columns=(0,)).fit(bad)
+
+
 def test_mode_specific_rows_are_mode_and_offset_and_decode_back():
     rng = np.random.default_rng(4)
     # Two clear modes in column 1 (like Time's two days), a plain column 0.

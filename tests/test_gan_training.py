@@ -129,7 +129,11 @@ def test_occasional_bad_rows_are_skipped_and_counted(model_space):
     X, y = model_space
     X = X.copy()
     X[np.flatnonzero(y == 1)[0]] = np.nan  # one poisoned fraud row
-    config = GANConfig(**{**TINY, "steps": 20, "fraud_fraction": 0.5})
+    # The model space itself (the quantile and mode-specific encodings refuse a
+    # non-finite training value up front, see test_gan_encoding).
+    config = GANConfig(
+        **{**TINY, "steps": 20, "fraud_fraction": 0.5, "encoding": "standard"}
+    )
     trained = train_cwgan_gp(X, y, config, random_state=0)
     assert trained.meta["nonfinite_steps"] > 0
     assert trained.meta["recoveries"] == 0
@@ -140,7 +144,9 @@ def test_persistent_non_finite_steps_recover_once_then_stop(model_space):
     X, y = model_space
     X = X.copy()
     X[y == 1] = np.nan  # every fraud row: every step fails
-    config = GANConfig(**{**TINY, "steps": 30, "max_consecutive_nonfinite": 3})
+    config = GANConfig(
+        **{**TINY, "steps": 30, "max_consecutive_nonfinite": 3, "encoding": "standard"}
+    )
     with pytest.raises(
         TrainingError, match="again after restoring the last good state"
     ):

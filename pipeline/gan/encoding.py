@@ -76,6 +76,12 @@ class ColumnEncoder:
     def fit(self, X: np.ndarray) -> ColumnEncoder:
         X = np.asarray(X, dtype=np.float64)
         self.n_features_ = X.shape[1]
+        if self.kind != "standard" and not np.isfinite(X).all():
+            row, column = np.argwhere(~np.isfinite(X))[0]
+            raise ValueError(
+                f"{self.kind} encoding: training row {row}, column {column} is "
+                f"{X[row, column]}; every value must be finite"
+            )
         if self.kind == "mode_specific":
             self._fit_modes(X)
         if self.kind == "quantile":
