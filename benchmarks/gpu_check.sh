@@ -4,6 +4,7 @@
 # benchmarks/results/gpu-<date>.json. About 5 minutes on one GPU (plus the install).
 #
 #   benchmarks/gpu_check.sh [--data PATH] [--out FILE] [--allow-cpu] [--quick]
+#       [--variant-timeout SECONDS]  (each variant's limit; default 240)
 #
 # Set-up, from the repository root: a virtual environment (.venv-gpu, or $GPU_VENV)
 # with the project and TensorFlow's CUDA wheels (`tensorflow[and-cuda]`), made on the
@@ -23,7 +24,8 @@ while (($#)); do
     --out) pass+=("$1" "$2"); shift 2 ;;
     --allow-cpu) allow_cpu=1; pass+=("$1"); shift ;;
     --quick) pass+=("$1"); shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --variant-timeout) pass+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
   esac
 done

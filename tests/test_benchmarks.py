@@ -36,7 +36,13 @@ def test_gpu_check_refuses_a_machine_without_a_gpu(sample_path):
 
 def test_gpu_check_measures_every_variant(sample_path, tmp_path):
     out = tmp_path / "gpu.json"
-    proc = _run("--data", str(sample_path), "--allow-cpu", "--quick", "--out", str(out))
+    # Generous time limits: this checks what is measured, not how fast (a loaded
+    # machine once ran a variant past the default 240 s).
+    proc = _run(
+        *("--data", str(sample_path), "--allow-cpu", "--quick", "--out", str(out)),
+        *("--variant-timeout", "900"),
+        timeout=2400,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = json.loads(proc.stdout)
     assert printed == json.loads(out.read_text())
