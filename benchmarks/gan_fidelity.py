@@ -131,7 +131,11 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
 
     from pipeline.config import GANConfig
     from pipeline.fidelity import c2st_auc, compute_fidelity
-    from pipeline.gan.trainer import fit_filter_classifier, train_cwgan_gp
+    from pipeline.gan.trainer import (
+        fit_filter_classifier,
+        selection_seed,
+        train_cwgan_gp,
+    )
 
     data = _split_data(job["paths"], job["split"])
     X, y = data["train"]["X"], data["train"]["y"]
@@ -144,11 +148,15 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     trained = train_cwgan_gp(X, y, config, random_state=job["gan_seed"], validation=val)
     seconds = time.perf_counter() - start
-    # The classifier filter's seed, as train_cwgan_gp derives it.
-    select_seed = int(np.random.SeedSequence(job["gan_seed"]).generate_state(5)[4])
     plain = dataclasses.replace(
         trained, meta={**trained.meta, "filter": "none"}, filter_model=None
     )
+    filters = {"none": None, "critic": trained.filter_model if wants_critic else None}
+    if any(v["filter"] == "classifier" for v in job["variants"].values()):
+        # One classifier, as train_cwgan_gp fits it, for every share.
+        filters["classifier"] = fit_filter_classifier(
+            plain, X[y == 1], 1, selection_seed(job["gan_seed"])
+        )
     common = {
         "train_seconds": round(seconds, 1),
         "nonfinite_steps": trained.meta["nonfinite_steps"],
@@ -162,15 +170,10 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
     }
     out = {}
     for name, variant in job["variants"].items():
-        model = {
-            "none": None,
-            "critic": trained.filter_model if wants_critic else None,
-            "classifier": None,
-        }[variant["filter"]]
-        if variant["filter"] == "classifier":
-            model = fit_filter_classifier(plain, X[y == 1], 1, select_seed)
         gan = dataclasses.replace(
-            plain, meta={**plain.meta, **variant}, filter_model=model
+            plain,
+            meta={**plain.meta, **variant},
+            filter_model=filters[variant["filter"]],
         )
         rows = gan.sample(_n_synthetic(data), random_state=job["gan_seed"] + 7)
         fidelity = compute_fidelity(
@@ -345,10 +348,10 @@ def main(argv: list[str] | None = None) -> dict:
     ]
     # Candidates that differ only in how rows are drawn share their training.
     trainings: dict[str, dict[str, Any]] = {}
+    unfiltered = GANConfig().model_dump(mode="json")
     for name, gan in candidates.items():
         dump = gan.model_dump(mode="json")
-        base = GANConfig().model_dump(mode="json")
-        training = {**dump, **{k: base[k] for k in SAMPLING_FIELDS}}
+        training = {**dump, **{k: unfiltered[k] for k in SAMPLING_FIELDS}}
         key = json.dumps(training, sort_keys=True)
         trainings.setdefault(key, {"gan": training, "variants": {}})["variants"][
             name

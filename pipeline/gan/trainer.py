@@ -249,7 +249,7 @@ class _Trainer:
         self.random_state = int(random_state)
         seeds = np.random.SeedSequence(random_state).generate_state(5)
         self.data_seed = int(seeds[3])
-        self.select_seed = int(seeds[4])
+        self.select_seed = selection_seed(random_state)
         # The encoding is fitted on the classes the batches draw from (with
         # fraud_fraction 1.0: the frauds alone).
         drawn = batch_composition(
@@ -752,6 +752,12 @@ def train_cwgan_gp(
             trained, X[y == trainer.minority], trainer.minority, trainer.select_seed
         )
     return trained
+
+
+def selection_seed(random_state: int) -> int:
+    """The seed of model selection's C2ST and of the classifier filter: the last
+    of the five child seeds the trainer derives from the GAN's seed."""
+    return int(np.random.SeedSequence(random_state).generate_state(5)[4])
 
 
 def fit_filter_classifier(
