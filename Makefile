@@ -19,7 +19,6 @@ export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export PREFECT_HOME ?= $(CURDIR)/.prefect
-export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: help install browser run server serve bench test lint format clean
 

@@ -8,7 +8,11 @@ Measures, on the real data (``data/raw/creditcard.csv``; ``fraudaug fetch-data``
   same process, batch 512, on split 0's training frauds (the reference runs all its
   steps inside one ``tf.function``). Rates come from the
   difference of two run lengths, so fixed start-up costs cancel.
-- ``generate_rows_per_s``: 1,000,000 generated rows.
+- ``generate_rows_per_s``: 1,000,000 generated rows (the generator alone).
+- ``commands``: ``fraudaug generate`` to Parquet at 1M and 10M rows and ``fraudaug
+  score`` on the full file repeated to 10M rows (CSV), each as a subprocess: rows/s
+  of the whole command and of its streaming loop alone, and peak RSS;
+  ``refusal_generate_n0_s``, how fast ``generate -n 0`` says no.
 - ``ingest_csv_s`` / ``ingest_cached_s``: the 150 MB CSV validated and cached, then
   the cache hit (sha256 of the file and of the cached Parquet).
 - ``detector_fit_s``: per-method XGBoost fit seconds in the ``default`` run.
@@ -27,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -35,9 +40,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 512
@@ -58,7 +61,7 @@ def _split0(data_path: str, cache: Path, gan: dict | None = None):
         prepared["transformer_paths"][0],
         0,
     )
-    return config, ingested, data
+    return config, ingested, data, prepared["transformer_paths"][0]
 
 
 def _rate(run, short: int, long: int, repeats: int) -> float:
@@ -80,8 +83,10 @@ def bench_trainer(
 ) -> dict:
     """Trainer and bare reference at ``batch_size``, both under ``config.gan``'s
     ``precision`` and ``jit_compile``."""
+    from pipeline.backend import load_tensorflow
+
+    tf = load_tensorflow()
     import keras
-    import tensorflow as tf
 
     from pipeline.gan.networks import build_critic, build_generator
     from pipeline.gan.penalty import gradient_penalty
@@ -170,6 +175,142 @@ def bench_generate(config, X, y, n_rows: int = 1_000_000) -> dict:
         times.append(time.perf_counter() - t0)
     assert rows.shape[0] == n_rows
     return {"generate_rows_per_s": round(n_rows / float(np.median(times)))}
+
+
+def _command(argv: list[str], **kwargs) -> tuple[float, int, int, str]:
+    """Run ``fraudaug ARGV``: wall seconds, peak RSS in MB (GNU time), exit code,
+    stderr."""
+    fraudaug = str(Path(sys.executable).parent / "fraudaug")
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", rss.name, fraudaug, *argv],
+            capture_output=True,
+            text=True,
+            **kwargs,
+        )
+        wall = time.perf_counter() - t0
+        peak_mb = round(int(rss.read().split()[-1]) / 1024)
+    return wall, peak_mb, proc.returncode, proc.stderr
+
+
+def _streaming_rate(stderr: str) -> int | None:
+    """Rows/s of the streaming loop alone (the command's closing progress line),
+    without the start-up (imports, loading the model)."""
+    match = re.search(r"done, ([\d,]+) rows in ([\d.]+) s", stderr)
+    if match is None:
+        return None
+    return round(int(match.group(1).replace(",", "")) / float(match.group(2)))
+
+
+def bench_commands(
+    config, data_path: str, data, transformer_path: str, work: Path, quick: bool
+) -> dict:
+    """``fraudaug generate`` (1M and 10M rows to Parquet), ``fraudaug score`` (the
+    full file repeated to 10M rows, CSV) and the refusal latency of ``generate -n
+    0``, each a subprocess as a user runs it, with its peak RSS.
+
+    The GAN is the default profile's network trained for 20 steps on split 0 (its
+    speed, not its quality, is measured); the champion is split 0's ``none``
+    detector at the default profile's settings."""
+    from pipeline.artifacts import file_sha256, load_json
+    from pipeline.detect import (
+        fit_detection_pipeline,
+        make_detection_pipeline,
+        make_detector,
+    )
+    from pipeline.evaluate import choose_threshold
+    from pipeline.gan.trainer import save_gan, train_cwgan_gp
+    from pipeline.registry import decide_and_record
+
+    X, y = data["train"]["X"], data["train"]["y"]
+    run = work / "run"
+    trained = train_cwgan_gp(
+        X, y, config.gan.model_copy(update={"steps": 20}), random_state=0
+    )
+    save_gan(run / "split-0" / "gan", trained, load_json(transformer_path))
+    out: dict = {}
+    refuse = ["generate", "--run", str(run), "-n", "0", "--out", str(work / "x.csv")]
+    latencies = []
+    for _ in range(5):
+        wall, _, rc, err = _command(refuse)
+        if rc != 2:
+            raise RuntimeError(f"generate -n 0 did not refuse: {err[-500:]}")
+        latencies.append(wall)
+    out["refusal_generate_n0_s"] = round(float(np.median(latencies)), 3)
+    for n in (100_000, 1_000_000) if quick else (1_000_000, 10_000_000):
+        target = work / f"generated-{n}.parquet"
+        wall, peak, rc, err = _command(
+            ["generate", "--run", str(run), "-n", str(n), "--out", str(target)]
+        )
+        if rc:
+            raise RuntimeError(f"generate failed: {err[-1000:]}")
+        out[f"generate_{n}"] = {
+            "wall_s": round(wall, 1),
+            "rows_per_s": round(n / wall),
+            "streaming_rows_per_s": _streaming_rate(err),
+            "peak_rss_mb": peak,
+        }
+        target.unlink()
+    # The champion: split 0's `none` detector.
+    detector = make_detection_pipeline(
+        None, make_detector(config.detector, random_state=0)
+    )
+    fit_detection_pipeline(
+        detector, X, y, data["validation"]["X"], data["validation"]["y"]
+    )
+    xgb = detector.named_steps["xgb"]
+    xgb.save_model(work / "detector.ubj")
+    scores = xgb.predict_proba(data["test"]["X"])[:, 1]
+    validation = xgb.predict_proba(data["validation"]["X"])[:, 1]
+    decide_and_record(
+        work / "models",
+        run_id="bench",
+        method="none",
+        detector_path=work / "detector.ubj",
+        transformer_path=transformer_path,
+        threshold=choose_threshold(data["validation"]["y"], validation),
+        metrics={},
+        data_sha256=file_sha256(data_path),
+        frame=None,  # (used only to score an existing champion: there is none)
+        fit_rows=np.r_[data["train"]["rows"], data["validation"]["rows"]],
+        test_rows=data["test"]["rows"],
+        test_scores=scores,
+        margin=0.0,
+        n_resamples=0,
+        random_state=0,
+    )
+    # The full file repeated (header once) to >= 10M rows.
+    n_target = 1_000_000 if quick else 10_000_000
+    big = work / "transactions.csv"
+    with open(data_path, "rb") as fh:
+        header, body = fh.readline(), fh.read()
+    if not body.endswith(b"\n"):
+        body += b"\n"
+    per_copy = body.count(b"\n")
+    copies = -(-n_target // per_copy)
+    with open(big, "wb") as fh:
+        fh.write(header)
+        for _ in range(copies):
+            fh.write(body)
+    del body
+    n_rows = copies * per_copy
+    wall, peak, rc, err = _command(
+        ["score", "--in", str(big), "--out", str(work / "scores.parquet"),
+         "--models", str(work / "models")]
+    )  # fmt: skip
+    if rc:
+        raise RuntimeError(f"score failed: {err[-1000:]}")
+    out["score_csv"] = {
+        "rows": n_rows,
+        "input_mb": round(big.stat().st_size / 2**20),
+        "wall_s": round(wall, 1),
+        "rows_per_s": round(n_rows / wall),
+        "streaming_rows_per_s": _streaming_rate(err),
+        "peak_rss_mb": peak,
+    }
+    big.unlink()
+    return out
 
 
 def bench_ingest(data_path: str, repeats: int) -> dict:
@@ -273,7 +414,9 @@ def bench_default_run(data_path: str) -> dict:
 
 
 def device() -> dict:
-    import tensorflow as tf
+    from pipeline.backend import load_tensorflow
+
+    tf = load_tensorflow()
 
     cpu = "unknown"
     try:
@@ -336,7 +479,7 @@ def main(argv: list[str] | None = None) -> dict:
         result.update(bench_ingest(args.data, repeats))
     gan = {"precision": args.precision, "jit_compile": args.jit_compile}
     with tempfile.TemporaryDirectory() as tmp:
-        config, ingested, data = _split0(args.data, Path(tmp), gan)
+        config, ingested, data, transformer_path = _split0(args.data, Path(tmp), gan)
         result["data"] = {"path": args.data, "rows": ingested["rows"]}
         X, y = data["train"]["X"], data["train"]["y"]
         trainer = bench_trainer(config, X, y, repeats, args.batch_size, lengths)
@@ -344,6 +487,14 @@ def main(argv: list[str] | None = None) -> dict:
         result["trainer"] = trainer
         result.update(bench_generate(config, X, y, n_rows))
         if not args.gan_only:
+            result["commands"] = bench_commands(
+                config,
+                args.data,
+                data,
+                transformer_path,
+                Path(tmp),
+                args.quick,
+            )
             result["scaling"] = {
                 "detector_fit_s_by_rows": bench_scaling(config, ingested)
             }

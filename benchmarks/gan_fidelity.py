@@ -36,9 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METRICS = ("validation_c2st", "test_c2st", "ks_mean", "corr_diff", "near_copy_share")
@@ -84,7 +82,9 @@ def _prepare(data_path: str, cache_dir: Path, n_splits: int) -> dict[str, Any]:
 
 
 def _init_worker(threads: int) -> None:
-    import tensorflow as tf
+    from pipeline.backend import load_tensorflow
+
+    tf = load_tensorflow()
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(threads)
@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"({name})": {m: _stats([r[m] for r in rows]) for m in METRICS if m in rows[0]}
         for name, rows in references.items()
     }
-    from pipeline.gan.trainer import training_device
+    from pipeline.backend import describe_device
 
     out = {
         "benchmark": "gan_fidelity",
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> dict:
             "sha256": paths["ingested"]["sha256"],
             "rows": paths["ingested"]["rows"],
         },
-        "device": training_device(),
+        "device": describe_device(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "splits": args.splits,
         "seeds": seeds,

@@ -18,6 +18,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from pipeline import stages
 from pipeline.config import PipelineConfig, load_config, run_seeds
+from pipeline.errors import ConfigError
 from pipeline.memory import limit_malloc_arenas
 
 FLOW_NAME = "fraud-augmentation"
@@ -195,17 +196,62 @@ def publish(run_dir: str, report_path: str) -> None:
 
 
 def _configure_tensorflow(config: PipelineConfig) -> None:
+    """Load TensorFlow quietly (before any worker needs it), report the device
+    once, and make CPU results reproducible."""
+    from pipeline.backend import describe_device, load_tensorflow
+
+    tf = load_tensorflow()
+    logger = get_run_logger()
+    logger.info("GAN training on %s", describe_device())
     # Same seed + data -> same numbers on CPU; set once per process, at the edge.
     # Keras turns XLA off under op determinism, so asking for XLA trades it away.
-    import tensorflow as tf
-
     if config.gan.jit_compile:
-        get_run_logger().warning(
+        logger.warning(
             "gan.jit_compile is on: TensorFlow op determinism stays off, so GAN "
             "results may differ slightly between runs"
         )
     else:
         tf.config.experimental.enable_op_determinism()
+
+
+def check_workers(client, *, read: list[str], write: list[str]) -> None:
+    """Fail at once, with one line naming the worker and the path, when a Dask
+    worker cannot read the input or write the run folder (tasks pass paths: every
+    worker needs them at the same place, e.g. one shared filesystem mounted at the
+    same path on every machine)."""
+    from pipeline.paths import probe_paths
+
+    answers = client.run(probe_paths, read, write)
+    for worker, problems in sorted(answers.items()):
+        if problems:
+            relative = any(not Path(p).is_absolute() for p in (*read, *write))
+            hint = (
+                "; relative paths are resolved in each worker's working folder: pass "
+                "absolute ones"
+                if relative
+                else ""
+            )
+            raise ConfigError(
+                f"Dask worker {worker}: {problems[0]}; every worker must see the "
+                "input, the cache and the run folder at the same paths (a shared "
+                f"filesystem mounted at the same path on every machine){hint}"
+            )
+
+
+def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    runner = context.task_runner if context else None
+    if type(runner).__name__ != "DaskTaskRunner":
+        return
+    from prefect_dask import get_dask_client
+
+    with get_dask_client() as client:
+        check_workers(client, read=read, write=write)
+    get_run_logger().info(
+        "every Dask worker can read the input and write the run folder"
+    )
 
 
 @flow(
@@ -261,6 +307,9 @@ def fraud_augmentation(
     if run["resumed"]:
         logger.info("resuming interrupted run %s (same data and config)", run_id)
     try:
+        _check_dask_workers(
+            read=[data["frame_path"]], write=[str(run_dir), config.data.cache_dir]
+        )
         n_splits = config.split.n_splits
         seeds = run_seeds(config.seed, n_splits)
         prepared = prepare(
@@ -303,6 +352,8 @@ def fraud_augmentation(
         # one and two threads), so it runs beside the detectors instead of after
         # them (submitted to the runner it would queue behind all 24 fits). No
         # worker thread ever sits blocked waiting for another task.
+        if "cwgan_gp" in methods:
+            _configure_tensorflow(config)
         detector_futures = [
             submit_fit(split, method)
             for split in range(n_splits)
@@ -314,7 +365,6 @@ def fraud_augmentation(
         for split in range(n_splits):
             gan_dir = None
             if "cwgan_gp" in methods:
-                _configure_tensorflow(config)
                 gan_dir = str(stages.split_dir(run_dir, split) / "gan")
                 # Its time limit (gan.timeout_seconds) is enforced by the trainer
                 # between steps (see pipeline.gan.trainer), not by interrupting it.

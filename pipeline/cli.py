@@ -7,14 +7,19 @@ stderr and exit with code 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.errors import ConfigError, DataValidationError, PipelineError
+from pipeline.paths import check_input_table, check_output_table, check_writable
+
+logger = logging.getLogger("pipeline.cli")
 
 DEFAULT_DATA = "data/raw/creditcard.csv"
 
@@ -25,8 +30,8 @@ PREFECT_ENV = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_LOGGING_EXTRA_LOGGERS": "pipeline",
     "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
-    "TF_CPP_MIN_LOG_LEVEL": "2",
 }
+TF_LOGS_ENV = "FRAUDAUG_TF_LOGS"  # read by pipeline.backend; --verbose sets it
 
 
 def _cmd_fetch_data(args: argparse.Namespace) -> int:
@@ -63,21 +68,30 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_writable(path: str | Path, what: str) -> None:
-    """Fail before any work when an output folder cannot be created or written."""
-    path = Path(path).absolute()
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
+def _check_dask_args(args: argparse.Namespace) -> None:
+    if args.dask_address is None:
+        return
+    if args.task_runner != "dask":
+        raise ConfigError("--dask-address needs --task-runner dask")
+    scheme, sep, rest = args.dask_address.partition("://")
+    host, colon, port = (rest if sep else scheme).rpartition(":")
+    if (sep and scheme not in ("tcp", "tls")) or not colon or not host:
         raise ConfigError(
-            f"{path}: cannot create the {what} folder: {existing} is a file"
+            f"--dask-address {args.dask_address!r}: expected tcp://HOST:PORT"
         )
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{path}: the {what} folder is not writable ({existing})")
+    if not port.isdigit():
+        raise ConfigError(f"--dask-address {args.dask_address!r}: bad port {port!r}")
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    _check_dask_args(args)
+    data = Path(args.data)
+    if not data.exists():
+        hint = " (run `fraudaug fetch-data` first)" if args.data == DEFAULT_DATA else ""
+        raise DataValidationError(f"{data}: no such file{hint}")
+    check_input_table(data)
+    check_writable(args.reports, "reports")
+    check_writable(args.models, "models")
     from pipeline.config import load_config, parse_overrides
 
     overrides = parse_overrides(args.set)
@@ -86,13 +100,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     overrides = overrides or None
     # A bad profile, override or output folder fails here, before Prefect starts.
     config = load_config(args.profile, seed=args.seed, overrides=overrides)
-    _check_writable(args.reports, "reports")
-    _check_writable(args.models, "models")
-    _check_writable(config.data.cache_dir, "cache")
-    data = Path(args.data)
-    if not data.exists():
-        hint = " (run `fraudaug fetch-data` first)" if args.data == DEFAULT_DATA else ""
-        raise DataValidationError(f"{data}: no such file{hint}")
+    check_writable(config.data.cache_dir, "cache")
     # Validate (and cache) the data before Prefect starts: bad data is one line,
     # exit 2, nothing written; the flow's ingest then reuses the cached copy.
     from pipeline.stages import stage_ingest
@@ -115,7 +123,34 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_schedule(cron: str, timezone: str) -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from cronsim import CronSim, CronSimError
+
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"--timezone {timezone!r}: not a known time zone (e.g. UTC, Europe/Paris)"
+        ) from exc
+    try:
+        CronSim(cron, datetime(2026, 1, 1))
+    except CronSimError as exc:
+        raise ConfigError(f"--cron {cron!r}: not a cron schedule ({exc})") from exc
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
+    _check_dask_args(args)
+    _check_schedule(args.cron, args.timezone)
+    data = Path(args.data)
+    if data.exists():
+        check_input_table(data)
+    elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
+        raise DataValidationError(f"{data}: no such file")
+    check_writable(args.reports, "reports")
+    check_writable(args.models, "models")
     from pipeline.config import load_config
 
     load_config(args.profile)  # a bad profile fails here
@@ -141,36 +176,75 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from pipeline.artifacts import write_table
-    from pipeline.ingest import read_unlabelled
-    from pipeline.registry import score_transactions
+    check_input_table(args.input)
+    out = check_output_table(args.out)
+    if out.absolute() == Path(args.input).absolute():
+        raise ConfigError(f"{out}: --out must not be the input file")
+    models = Path(args.models)
+    if not (models / "champion.json").is_file():  # see pipeline.registry
+        raise PipelineError(
+            f"{models}: no champion model yet; run the pipeline first (fraudaug run)"
+        )
+    from pipeline.artifacts import TableWriter
+    from pipeline.ingest import iter_unlabelled
+    from pipeline.registry import ChampionScorer
+    from pipeline.streaming import RowProgress, prefetched
 
-    frame = read_unlabelled(args.input)
-    scores, champion = score_transactions(args.models, frame)
-    out = write_table(scores, args.out)
+    scorer = ChampionScorer(models)
+    champion = scorer.champion
+    flagged = 0
+    with (
+        TableWriter(out) as writer,
+        RowProgress(f"scoring {Path(args.input).name}") as progress,
+    ):
+        for frame, first_row, fraction in prefetched(iter_unlabelled(args.input)):
+            scores = scorer.score(frame, first_row)
+            writer.write(scores)
+            flagged += int(scores["flagged"].sum())
+            progress.advance(len(frame), fraction)
     print(
-        f"scored {len(scores):,} rows with champion {champion['version']} "
+        f"scored {writer.rows:,} rows with champion {champion['version']} "
         f"({champion['method']}, threshold {champion['threshold']:.4f}): "
-        f"{int(scores['flagged'].sum()):,} flagged; wrote {out}"
+        f"{flagged:,} flagged; wrote {out}"
     )
     return 0
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from pipeline.artifacts import write_table
-    from pipeline.gan.generate import (
-        gan_dir_of_run,
-        generate_transactions,
-    )
-
+    if args.n < 1:
+        raise ConfigError(f"-n must be at least 1, got {args.n}")
+    if args.chunk_rows < 1:
+        raise ConfigError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+    out = check_output_table(args.out)
     run_dir = Path(args.run)
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir}: no such run folder")
+    if not (run_dir / f"split-{args.split}" / "gan").is_dir():
+        raise ConfigError(
+            f"{run_dir}: no GAN for split {args.split} (was cwgan_gp among the run's "
+            "methods? is the split number right?)"
+        )
+    from pipeline.artifacts import TableWriter
+    from pipeline.backend import describe_device
+    from pipeline.gan.generate import gan_dir_of_run, iter_transactions
+    from pipeline.streaming import RowProgress, prefetched
+
     gan_dir = gan_dir_of_run(run_dir, args.split)
-    frame = generate_transactions(gan_dir, args.n, random_state=args.seed)
-    out = write_table(frame, args.out)
-    print(f"wrote {len(frame):,} generated fraud rows from {gan_dir} to {out}")
+    logger.info(
+        "generating %s rows with %s on %s", f"{args.n:,}", gan_dir, describe_device()
+    )
+    with (
+        TableWriter(out) as writer,
+        RowProgress("generating", total=args.n) as progress,
+    ):
+        for frame in prefetched(
+            iter_transactions(
+                gan_dir, args.n, random_state=args.seed, chunk_rows=args.chunk_rows
+            )
+        ):
+            writer.write(frame)
+            progress.advance(len(frame))
+    print(f"wrote {writer.rows:,} generated fraud rows from {gan_dir} to {out}")
     return 0
 
 
@@ -220,6 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help=".csv or .parquet")
     p.add_argument("--split", type=int, default=0, help="whose GAN (default: 0)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=32_768,
+        help="rows generated and written at a time (default: 32768); the rows do "
+        "not depend on it",
+    )
     p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("run", help="run the whole pipeline as a Prefect flow")
@@ -277,9 +358,19 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+class _Terminated(BaseException):
+    """SIGTERM during ``generate`` or ``score``: unwind so nothing is left behind."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("run", "serve"):
+    if args.verbose:
+        os.environ[TF_LOGS_ENV] = "1"
+    if args.command in ("run", "serve", "generate", "score"):
         from pipeline.memory import limit_malloc_arenas
 
         limit_malloc_arenas()
@@ -290,6 +381,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
             package_logger.addHandler(handler)
         package_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    previous = None
+    if args.command in ("generate", "score"):
+        with contextlib.suppress(ValueError):  # not the main thread: leave it
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return args.func(args)
     except PipelineError as exc:
@@ -300,8 +395,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fraudaug: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("fraudaug: interrupted", file=sys.stderr)
+        print("fraudaug: interrupted; nothing was written", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("fraudaug: terminated; nothing was written", file=sys.stderr)
+        return 143
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ import gzip
 import io
 import json
 import logging
+import os
 import re
 import zipfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pandas as pd
 
 from pipeline.artifacts import file_sha256
 from pipeline.errors import DataValidationError
+from pipeline.paths import check_input_table
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +35,6 @@ COLUMNS: tuple[str, ...] = (*FEATURES, TARGET)
 
 DEMO_SUFFIX = ".demo.json"
 """Sidecar written next to demo data so every report built on it can say so."""
-
-_READERS = {".csv": "csv", ".gz": "csv", ".zip": "csv", ".parquet": "parquet"}
 
 
 @dataclass(frozen=True)
@@ -49,22 +50,6 @@ class DataSummary:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _check_path(path: Path) -> str:
-    if not path.exists():
-        raise DataValidationError(f"{path}: no such file")
-    if path.is_dir():
-        raise DataValidationError(
-            f"{path}: is a directory; expected a .csv, .csv.gz, .zip or .parquet file"
-        )
-    kind = _READERS.get(path.suffix.lower())
-    if kind is None:
-        raise DataValidationError(
-            f"{path}: unsupported file type {path.suffix or '(none)'!r}; "
-            "expected .csv, .csv.gz, .zip or .parquet"
-        )
-    return kind
 
 
 def _parse_error(path: Path, exc: Exception) -> DataValidationError:
@@ -163,7 +148,12 @@ def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> No
         raise DataValidationError(f"{path}: {'; '.join(problems)}; expected {wanted}")
 
 
-def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarray:
+def _to_numeric(
+    path: Path, kind: str, name: str, column: pd.Series, first_row: int = 0
+) -> np.ndarray:
+    def at(row: int) -> str:
+        return _describe_row(kind, first_row + row)
+
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
@@ -182,7 +172,7 @@ def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarr
             found = text.iloc[row]
             hint = " (a repeated header line?)" if found in COLUMNS else ""
             raise DataValidationError(
-                f"{path}: column {name}, {_describe_row(kind, row)}: found "
+                f"{path}: column {name}, {at(row)}: found "
                 f"{found[:40]!r}, expected a number{hint}"
             )
     nan = np.isnan(values)
@@ -190,28 +180,33 @@ def _to_numeric(path: Path, kind: str, name: str, column: pd.Series) -> np.ndarr
         row = int(np.flatnonzero(nan)[0])
         if kind == "csv":
             # pandas pads a short line with NaN; say so instead of "missing value".
-            fields = _fields_on_line(path, row + 2)
-            if fields is not None and fields != len(COLUMNS):
+            fields = _fields_on_line(path, first_row + row + 2)
+            header = _fields_on_line(path, 1) or len(COLUMNS)
+            if fields is not None and fields != header:
                 raise DataValidationError(
-                    f"{path}: line {row + 2}: found {fields} fields, expected "
-                    f"{len(COLUMNS)} (truncated or malformed line)"
+                    f"{path}: line {first_row + row + 2}: found {fields} fields, "
+                    f"expected {header} (truncated or malformed line)"
                 )
         raise DataValidationError(
-            f"{path}: column {name}, {_describe_row(kind, row)}: missing value (NaN); "
-            "expected a number"
+            f"{path}: column {name}, {at(row)}: missing value (NaN); expected a number"
         )
     inf = np.isinf(values)
     if inf.any():
         row = int(np.flatnonzero(inf)[0])
         raise DataValidationError(
-            f"{path}: column {name}, {_describe_row(kind, row)}: found {values[row]}, "
+            f"{path}: column {name}, {at(row)}: found {values[row]}, "
             "expected a finite number"
         )
     return values
 
 
 def validate_frame(
-    frame: pd.DataFrame, path: str | Path, kind: str = "csv", *, labelled: bool = True
+    frame: pd.DataFrame,
+    path: str | Path,
+    kind: str = "csv",
+    *,
+    labelled: bool = True,
+    first_row: int = 0,
 ) -> pd.DataFrame:
     """Check the Kaggle schema and return a clean, typed copy.
 
@@ -226,6 +221,9 @@ def validate_frame(
     labelled : bool, default True
         False for rows to score: ``Class`` may be absent (it is then not
         returned), and a single class or none is fine.
+    first_row : int, default 0
+        The file's row number of the frame's first row (a batch of a stream), so
+        errors name the row and line in the file.
 
     Returns
     -------
@@ -243,12 +241,15 @@ def validate_frame(
     if len(frame) == 0:
         raise DataValidationError(f"{path}: header only, no data rows")
     names = COLUMNS if labelled else FEATURES
-    data = {name: _to_numeric(path, kind, name, frame[name]) for name in names}
+    data = {
+        name: _to_numeric(path, kind, name, frame[name], first_row) for name in names
+    }
     negative = data["Amount"] < 0
     if negative.any():
         row = int(np.flatnonzero(negative)[0])
         raise DataValidationError(
-            f"{path}: column Amount, {_describe_row(kind, row)}: found "
+            f"{path}: column Amount, {_describe_row(kind, first_row + row)}: "
+            "found "
             f"{data['Amount'][row]:g}, expected an amount >= 0"
         )
     if not labelled:
@@ -258,8 +259,8 @@ def validate_frame(
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise DataValidationError(
-            f"{path}: column Class, {_describe_row(kind, row)}: found {labels[row]:g}, "
-            "expected 0 or 1"
+            f"{path}: column Class, {_describe_row(kind, first_row + row)}: found "
+            f"{labels[row]:g}, expected 0 or 1"
         )
     n_fraud = int(labels.sum())
     if n_fraud == 0 or n_fraud == len(labels):
@@ -272,14 +273,144 @@ def validate_frame(
     return out
 
 
-def read_unlabelled(path: str | Path) -> pd.DataFrame:
-    """Read and validate transactions to score: the 30 feature columns (a ``Class``
-    column may be present and is ignored)."""
+BATCH_BYTES = 16 << 20
+"""Bytes of CSV text per batch of :func:`iter_unlabelled` (about 30,000 Kaggle rows)."""
+BATCH_ROWS = 32_768
+"""Rows per batch of a Parquet file in :func:`iter_unlabelled`."""
+# pyarrow's (and pandas') spellings of a missing value, lower-cased.
+_CSV_NULLS = {
+    "",
+    "nan",
+    "-nan",
+    "na",
+    "n/a",
+    "#n/a",
+    "#na",
+    "null",
+    "1.#ind",
+    "1.#qnan",
+}
+
+
+def iter_unlabelled(
+    path: str | Path, *, batch_bytes: int = BATCH_BYTES, batch_rows: int = BATCH_ROWS
+) -> Iterator[tuple[pd.DataFrame, int, float]]:
+    """Read and validate transactions to score, batch by batch, in bounded memory.
+
+    Yields ``(frame, first_row, fraction)``: the 30 feature columns of a batch
+    (a ``Class`` column may be present and is ignored; see :func:`validate_frame`,
+    ``labelled=False``), the file's row number of its first row, and the share of
+    the file read so far. CSV (also ``.csv.gz`` and ``.zip``) goes through
+    pyarrow's streaming reader, Parquet by its row groups.
+
+    Raises
+    ------
+    DataValidationError
+        At the first batch that breaks the schema, naming the file's row and line.
+    """
     path = Path(path)
-    kind = _check_path(path)
-    if path.stat().st_size == 0:
-        raise DataValidationError(f"{path}: file is empty; expected a header")
-    return validate_frame(_read_raw(path, kind), path, kind, labelled=False)
+    kind = check_input_table(path)
+    stream = (
+        _iter_parquet(path, batch_rows)
+        if kind == "parquet"
+        else (_iter_csv(path, batch_bytes))
+    )
+    n_rows = 0
+    for frame, fraction in stream:
+        yield (
+            validate_frame(frame, path, kind, labelled=False, first_row=n_rows),
+            n_rows,
+            fraction,
+        )
+        n_rows += len(frame)
+    if n_rows == 0:
+        raise DataValidationError(f"{path}: header only, no data rows")
+
+
+def _iter_parquet(path: Path, batch_rows: int) -> Iterator[tuple[pd.DataFrame, float]]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types
+        raise DataValidationError(
+            f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})"
+        ) from exc
+    names = parquet.schema_arrow.names
+    _check_columns(path, pd.DataFrame(columns=names), labelled=False)
+    total = max(parquet.metadata.num_rows, 1)
+    done = 0
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(FEATURES)):
+        done += batch.num_rows
+        yield batch.to_pandas(), done / total
+
+
+def _iter_csv(path: Path, batch_bytes: int) -> Iterator[tuple[pd.DataFrame, float]]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    with open(path, "rb") as raw:
+        size = max(os.fstat(raw.fileno()).st_size, 1)
+        name = path.name.lower()
+        if name.endswith(".zip"):
+            try:
+                archive = zipfile.ZipFile(raw)
+                source = archive.open(archive.namelist()[0])
+            except (zipfile.BadZipFile, IndexError) as exc:
+                raise DataValidationError(f"{path}: not a readable zip file") from exc
+        elif name.endswith(".gz"):
+            source = pa.CompressedInputStream(raw, "gzip")
+        else:
+            source = raw
+        convert = pacsv.ConvertOptions(column_types={c: pa.float64() for c in COLUMNS})
+        try:
+            reader = pacsv.open_csv(
+                source,
+                read_options=pacsv.ReadOptions(block_size=batch_bytes),
+                convert_options=convert,
+            )
+            names = reader.schema.names
+            _check_columns(path, pd.DataFrame(columns=names), labelled=False)
+            for batch in reader:
+                yield batch.to_pandas(), raw.tell() / size
+        except (pa.ArrowException, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise _locate_csv_error(path, exc) from exc
+
+
+def _locate_csv_error(path: Path, exc: Exception) -> DataValidationError:
+    """pyarrow's streaming reader names no line: find the first malformed line or
+    unreadable number with Python's ``csv`` module (error path only)."""
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    try:
+        with _open_text(path) as fh:
+            records = csv.reader(fh)
+            header = [c.strip() for c in next(records)]
+            numeric = [(i, c) for i, c in enumerate(header) if c in COLUMNS]
+            for row, record in enumerate(records):
+                if len(record) != len(header):
+                    return DataValidationError(
+                        f"{path}: line {row + 2}: found {len(record)} fields, "
+                        f"expected {len(header)} (truncated or malformed line)"
+                    )
+                for i, name in numeric:
+                    cell = record[i].strip()
+                    if cell.lower() in _CSV_NULLS:
+                        continue
+                    try:
+                        float(cell)
+                    except ValueError:
+                        hint = " (a repeated header line?)" if cell in COLUMNS else ""
+                        return DataValidationError(
+                            f"{path}: column {name}, {_describe_row('csv', row)}: "
+                            f"found {cell[:40]!r}, expected a number{hint}"
+                        )
+    except (OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as read_exc:
+        return DataValidationError(
+            f"{path}: corrupt, truncated or not UTF-8 text ({read_exc})"
+        )
+    except (StopIteration, csv.Error, ValueError):
+        pass
+    return DataValidationError(f"{path}: cannot parse as CSV: {text}")
 
 
 def read_transactions(path: str | Path) -> tuple[pd.DataFrame, DataSummary]:
@@ -303,9 +434,7 @@ def read_transactions(path: str | Path) -> tuple[pd.DataFrame, DataSummary]:
         The file is missing, unreadable, or breaks the schema.
     """
     path = Path(path)
-    kind = _check_path(path)
-    if path.stat().st_size == 0:
-        raise DataValidationError(f"{path}: file is empty; expected a header")
+    kind = check_input_table(path)
     frame = validate_frame(_read_raw(path, kind), path, kind)
     sha256 = file_sha256(path)
     duplicates = int(pd.util.hash_pandas_object(frame, index=False).duplicated().sum())

@@ -243,10 +243,11 @@ class TabularTransformer:
         Z = np.asarray(Z, dtype=np.float64)
         mean = np.array([self.mean_[c] for c in self.columns])
         scale = np.array([self.scale_[c] for c in self.columns])
-        out = pd.DataFrame(Z * scale + mean, columns=list(self.columns))
+        values = Z * scale + mean
         for name in self.log_columns:
-            out[name] = np.expm1(out[name])
-        return out
+            j = self.columns.index(name)
+            values[:, j] = np.expm1(values[:, j])
+        return pd.DataFrame(values, columns=list(self.columns))
 
     def to_domain(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Make generated rows valid transactions: ``Amount`` >= 0 rounded to cents,

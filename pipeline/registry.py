@@ -279,23 +279,44 @@ def decide_and_record(
     return decision
 
 
+class ChampionScorer:
+    """The champion detector, loaded and checked once, scoring batch after batch.
+
+    Raises
+    ------
+    PipelineError
+        There is no champion yet.
+    ArtifactError
+        A champion file is missing or changed since it was recorded.
+    """
+
+    def __init__(self, models_dir: str | Path):
+        champion = load_champion(models_dir)
+        if champion is None:
+            raise PipelineError(
+                f"{models_dir}: no champion model yet; run the pipeline first "
+                "(fraudaug run)"
+            )
+        self.champion = champion
+        self.threshold = float(champion["threshold"])
+        self.model, self.transformer = load_detector(champion["path"])
+
+    def score(self, frame: pd.DataFrame, first_row: int = 0) -> pd.DataFrame:
+        """``row`` (``first_row`` + position), ``fraud_probability`` and
+        ``flagged`` (at the champion's threshold) for each row of ``frame``."""
+        probability = self.model.predict_proba(self.transformer.transform(frame))[:, 1]
+        return pd.DataFrame(
+            {
+                "row": np.arange(first_row, first_row + len(frame), dtype=np.int64),
+                "fraud_probability": probability.astype(np.float64),
+                "flagged": probability >= self.threshold,
+            }
+        )
+
+
 def score_transactions(
     models_dir: str | Path, frame: pd.DataFrame
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Fraud probability and flag (at the champion's threshold) for each row."""
-    champion = load_champion(models_dir)
-    if champion is None:
-        raise PipelineError(
-            f"{models_dir}: no champion model yet; run the pipeline first "
-            "(fraudaug run)"
-        )
-    model, transformer = load_detector(champion["path"])
-    probability = model.predict_proba(transformer.transform(frame))[:, 1]
-    out = pd.DataFrame(
-        {
-            "row": np.arange(len(frame), dtype=np.int64),
-            "fraud_probability": probability.astype(np.float64),
-            "flagged": probability >= champion["threshold"],
-        }
-    )
-    return out, champion
+    scorer = ChampionScorer(models_dir)
+    return scorer.score(frame), scorer.champion

@@ -73,13 +73,14 @@ def finished_run(harness, sample_path, tmp_path_factory):
 
     reports = tmp_path_factory.mktemp("reports")
     cache = tmp_path_factory.mktemp("cache")
+    models = tmp_path_factory.mktemp("models")
     overrides = {**FAST, "data": {"cache_dir": str(cache)}}
     result = fraud_augmentation(
         data_path=str(sample_path),
         profile="smoke",
         seed=0,
         reports_dir=str(reports),
-        models_dir=str(tmp_path_factory.mktemp("models")),
+        models_dir=str(models),
         overrides=overrides,
     )
-    return result, reports
+    return {**result, "models_dir": str(models)}, reports

@@ -75,6 +75,7 @@ def test_a_full_disk_is_one_line_exit_2(tmp_path, sample_path, monkeypatch, caps
     import errno
 
     import pipeline.artifacts as artifacts
+    import pipeline.stages  # noqa: F401  (bound to the real save_parquet first)
 
     def full(*args, **kwargs):
         raise OSError(

@@ -152,6 +152,14 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     assert second["registry"]["promoted"] is False  # same detector: no clear win
     history = json.loads((root / "models" / "history.json").read_text())
     assert [d["promoted"] for d in history] == [True, False]
+    # The runs' output (in serve's log) is quiet: the device in the project's words,
+    # none of TensorFlow's native lines.
+    from pipeline.backend import is_native_log_line
+
+    log = (root / "logs" / "serve.log").read_text()
+    assert "GAN training on CPU" in log or "GAN training on GPU 0" in log
+    assert [line for line in log.splitlines() if is_native_log_line(line)] == []
+    assert "retracing" not in log
 
 
 def test_nightly_deployment_has_its_schedule(served):

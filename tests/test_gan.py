@@ -203,3 +203,22 @@ def test_a_resumed_stream_continues_where_it_stopped(model_space):
     ]
     tail = next(iter(make_training_dataset(X, y, start_step=3, **kwargs)))[0].numpy()
     np.testing.assert_array_equal(tail, whole[3])
+
+
+def test_sampling_many_generators_never_retraces(caplog):
+    # Each network is traced once for every batch size; TensorFlow keys its
+    # retracing statistics by the traced function's code, shared by all networks,
+    # so per-network traces at new batch sizes used to add up to its WARNING.
+    from pipeline.gan.networks import build_generator
+    from pipeline.gan.trainer import generate_rows
+
+    caplog.set_level("WARNING", logger="tensorflow")
+    for k in range(8):
+        generator = build_generator(4, latent_dim=8, widths=(16,))
+        for n in (98, 293, 1_172, 5 + k):
+            rows = generate_rows(generator, n, latent_dim=8, random_state=k)
+            assert rows.shape == (n, 4)
+        z = np.random.default_rng(k).standard_normal((5 + k, 8), dtype=np.float32)
+        eager = generator([z, np.tile([[0.0, 1.0]], (5 + k, 1))], training=False)
+        np.testing.assert_allclose(rows, np.asarray(eager), rtol=1e-6, atol=1e-6)
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]

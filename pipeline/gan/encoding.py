@@ -242,13 +242,16 @@ class ColumnEncoder:
             self._check_fitted()
             return self._decode_modes(Z, np.random.default_rng(random_state))
         self._check_fitted()
+        # Linear interpolation between the knots, which sit at the levels
+        # (k + 0.5) / n: the knot below a value is found by arithmetic instead of
+        # a search (np.interp per column took a sixth of `fraudaug generate`).
         n = len(self.knots_)
-        levels = (np.arange(n) + 0.5) / n
-        u = ndtr(Z)
-        out = np.empty_like(Z)
-        for j in range(Z.shape[1]):
-            out[:, j] = np.interp(u[:, j], levels, self.knots_[:, j])
-        return out
+        position = ndtr(Z) * n - 0.5
+        below = np.clip(np.floor(position), 0, n - 2).astype(np.intp)
+        weight = np.clip(position - below, 0.0, 1.0)
+        low = np.take_along_axis(self.knots_, below, axis=0)
+        high = np.take_along_axis(self.knots_, below + 1, axis=0)
+        return low + weight * (high - low)
 
     def encode(self, X: np.ndarray) -> np.ndarray:
         """Model space -> GAN space, the inverse of :meth:`decode` where it has one

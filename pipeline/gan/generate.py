@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,11 @@ import pandas as pd
 from pipeline.artifacts import MANIFEST, load_json, verify_artifact
 from pipeline.errors import ConfigError
 from pipeline.gan.trainer import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
-from pipeline.ingest import COLUMNS, TARGET
+from pipeline.ingest import FEATURES, TARGET
 from pipeline.preprocess import TabularTransformer
+
+CHUNK_ROWS = 32_768
+"""Rows per chunk of :func:`iter_transactions` (a Parquet row group, ~8 MB)."""
 
 
 def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
@@ -27,21 +31,31 @@ def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
     return gan_dir
 
 
-def generate_transactions(
-    gan_dir: str | Path, n_samples: int, *, random_state: int = 0
-) -> pd.DataFrame:
-    """``n_samples`` generated fraud rows with the Kaggle columns and units.
+def iter_transactions(
+    gan_dir: str | Path,
+    n_samples: int,
+    *,
+    random_state: int = 0,
+    chunk_rows: int = CHUNK_ROWS,
+) -> Iterator[pd.DataFrame]:
+    """``n_samples`` generated fraud rows with the Kaggle columns and units, in
+    frames of ``chunk_rows`` rows (memory does not grow with ``n_samples``).
 
     Rows are mapped back with the transformer saved beside the generator, then made
     valid transactions: ``Amount`` >= 0 rounded to cents, ``Time`` within the range
-    seen in training, ``Class`` = 1.
+    seen in training, ``Class`` = 1. The same seed gives the same rows whatever
+    ``chunk_rows``.
     """
     if n_samples < 1:
         raise ConfigError(f"-n must be at least 1, got {n_samples}")
     gan_dir = Path(gan_dir)
     gan = load_gan(gan_dir)
     transformer = TabularTransformer.from_dict(load_json(gan_dir / TRANSFORMER_FILE))
-    rows = gan.sample(n_samples, random_state=random_state)
-    frame = transformer.to_domain(transformer.inverse_transform(rows))
-    frame[TARGET] = np.int8(1)
-    return frame[list(COLUMNS)]
+    for rows in gan.iter_sample(
+        n_samples, random_state=random_state, chunk_rows=chunk_rows
+    ):
+        frame = transformer.to_domain(transformer.inverse_transform(rows))
+        if list(frame.columns) != list(FEATURES):
+            frame = frame[list(FEATURES)]
+        frame[TARGET] = np.int8(1)
+        yield frame
