@@ -18,7 +18,6 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from pipeline import stages
 from pipeline.config import PipelineConfig, load_config, run_seeds
-from pipeline.errors import ConfigError
 from pipeline.memory import limit_malloc_arenas
 
 FLOW_NAME = "fraud-augmentation"
@@ -214,30 +213,6 @@ def _configure_tensorflow(config: PipelineConfig) -> None:
         tf.config.experimental.enable_op_determinism()
 
 
-def check_workers(client, *, read: list[str], write: list[str]) -> None:
-    """Fail at once, with one line naming the worker and the path, when a Dask
-    worker cannot read the input or write the run folder (tasks pass paths: every
-    worker needs them at the same place, e.g. one shared filesystem mounted at the
-    same path on every machine)."""
-    from pipeline.paths import probe_paths
-
-    answers = client.run(probe_paths, read, write)
-    for worker, problems in sorted(answers.items()):
-        if problems:
-            relative = any(not Path(p).is_absolute() for p in (*read, *write))
-            hint = (
-                "; relative paths are resolved in each worker's working folder: pass "
-                "absolute ones"
-                if relative
-                else ""
-            )
-            raise ConfigError(
-                f"Dask worker {worker}: {problems[0]}; every worker must see the "
-                "input, the cache and the run folder at the same paths (a shared "
-                f"filesystem mounted at the same path on every machine){hint}"
-            )
-
-
 def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
     from prefect.context import FlowRunContext
 
@@ -245,10 +220,10 @@ def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
     runner = context.task_runner if context else None
     if type(runner).__name__ != "DaskTaskRunner":
         return
-    from prefect_dask import get_dask_client
+    from pipeline.paths import check_workers
 
-    with get_dask_client() as client:
-        check_workers(client, read=read, write=write)
+    # The runner's own client (made on first use): it reaches every worker.
+    check_workers(runner.client, read=read, write=write)
     get_run_logger().info(
         "every Dask worker can read the input and write the run folder"
     )

@@ -17,7 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.errors import ConfigError, DataValidationError, PipelineError
-from pipeline.paths import check_input_table, check_output_table, check_writable
+from pipeline.paths import (
+    check_input_table,
+    check_output_table,
+    check_writable,
+    nearest_existing,
+)
 
 logger = logging.getLogger("pipeline.cli")
 
@@ -83,6 +88,25 @@ def _check_dask_args(args: argparse.Namespace) -> None:
         raise ConfigError(f"--dask-address {args.dask_address!r}: bad port {port!r}")
 
 
+def _check_cluster(address: str, *, read: list[str], write: list[str]) -> None:
+    """Before Prefect starts: reach the scheduler and have every worker read the
+    input and write the output folders (the flow checks again for deployments)."""
+    from distributed import Client
+
+    from pipeline.paths import check_workers
+
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(
+            f"--dask-address {address}: cannot reach the Dask scheduler ({exc})"
+        ) from exc
+    with client:
+        if not client.scheduler_info().get("workers"):
+            raise ConfigError(f"--dask-address {address}: the cluster has no workers")
+        check_workers(client, read=read, write=write)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     _check_dask_args(args)
     data = Path(args.data)
@@ -105,7 +129,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # exit 2, nothing written; the flow's ingest then reuses the cached copy.
     from pipeline.stages import stage_ingest
 
-    stage_ingest(data, config.data.cache_dir)
+    ingested = stage_ingest(data, config.data.cache_dir)
+    if args.dask_address:
+        _check_cluster(
+            args.dask_address,
+            read=[ingested["frame_path"]],
+            write=[
+                config.data.cache_dir,
+                str(nearest_existing(args.reports)),
+                str(nearest_existing(args.models)),
+            ],
+        )
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
     from flows.fraud_flow import with_task_runner

@@ -2,7 +2,9 @@
 
 The CLI runs them before it imports pandas, TensorFlow, XGBoost or Prefect, so a
 wrong argument is refused in a fraction of a second; the readers and writers call
-the same functions, so the rules live in one place.
+the same functions, so the rules live in one place. :func:`check_workers` has every
+Dask worker of a cluster run :func:`probe_paths` (it takes the client; nothing of
+Dask is imported here).
 """
 
 from __future__ import annotations
@@ -44,12 +46,18 @@ def check_input_table(path: str | Path) -> str:
     return kind
 
 
+def nearest_existing(path: str | Path) -> Path:
+    """``path`` or, when it does not exist yet, its nearest existing parent."""
+    path = Path(path)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def check_writable(path: str | Path, what: str) -> Path:
     """Fail before any work when folder ``path`` cannot be created or written."""
     path = Path(path).absolute()
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
+    existing = nearest_existing(path)
     if not existing.is_dir():
         raise ConfigError(
             f"{path}: cannot create the {what} folder: {existing} is a file"
@@ -101,3 +109,25 @@ def probe_paths(read: list[str], write: list[str]) -> list[str]:
         except OSError as exc:
             problems.append(f"cannot write in {folder} ({exc.strerror or exc})")
     return problems
+
+
+def check_workers(client, *, read: list[str], write: list[str]) -> None:
+    """Fail at once, with one line naming the worker and the path, when a Dask
+    worker cannot read the input or write the run folder (tasks pass paths: every
+    worker needs them at the same place, e.g. one shared filesystem mounted at the
+    same path on every machine)."""
+    answers = client.run(probe_paths, read, write)
+    for worker, problems in sorted(answers.items()):
+        if problems:
+            relative = any(not Path(p).is_absolute() for p in (*read, *write))
+            hint = (
+                "; relative paths are resolved in each worker's working folder: pass "
+                "absolute ones"
+                if relative
+                else ""
+            )
+            raise ConfigError(
+                f"Dask worker {worker}: {problems[0]}; every worker must see the "
+                "input, the cache and the run folder at the same paths (a shared "
+                f"filesystem mounted at the same path on every machine){hint}"
+            )

@@ -316,10 +316,13 @@ def test_a_run_from_the_command_line_is_quiet(tmp_path, sample_path):
 
 # -- Dask workers must see the paths ---------------------------------------------------
 @pytest.mark.slow
-def test_a_dask_worker_that_cannot_see_the_paths_fails_with_one_line(tmp_path):
+def test_a_dask_worker_that_cannot_see_the_paths_fails_with_one_line(
+    tmp_path, sample_path, capsys
+):
     from distributed import Client
 
-    from flows.fraud_flow import check_workers
+    from pipeline.cli import main
+    from pipeline.paths import check_workers
 
     here = tmp_path / "flow"
     elsewhere = tmp_path / "elsewhere"
@@ -365,12 +368,27 @@ def test_a_dask_worker_that_cannot_see_the_paths_fails_with_one_line(tmp_path):
             client.wait_for_workers(2, timeout=120)
             absolute = {"read": [str(here / "frame.parquet")], "write": [str(here)]}
             check_workers(client, **absolute)  # both see absolute paths
+            address = client.scheduler.address
             os.chdir(here)
             try:
                 with pytest.raises(ConfigError) as info:
                     check_workers(client, read=["frame.parquet"], write=["reports"])
+                # As a user meets it: relative paths (the cache is data/interim),
+                # refused before Prefect starts.
+                code = main(
+                    ["run", "--data", str(sample_path), "--task-runner", "dask",
+                     "--dask-address", address]
+                )  # fmt: skip
             finally:
                 os.chdir(ROOT)
+            assert code == 2
+            last = capsys.readouterr().err.strip().splitlines()[-1]
+            assert re.match(
+                r"fraudaug: error: Dask worker tcp://127\.0\.0\.1:\d+: cannot read "
+                r"data/interim/\w+\.parquet",
+                last,
+            )
+            assert list((here / "reports").iterdir()) == []  # no run was started
     finally:
         for proc in (*workers, scheduler):
             proc.terminate()
