@@ -20,13 +20,16 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 
-.PHONY: help install browser run server serve bench test lint format clean
+MLFLOW_PORT ?= 5000
+
+.PHONY: help install browser run server serve mlflow-ui bench test lint format clean
 
 help:
 	@echo "make run    set up .venv, obtain the real data, run the pipeline (PROFILE=$(PROFILE))"
 	@echo "make test   set up .venv, run the whole test suite"
 	@echo "make server start a local Prefect server on 127.0.0.1:$(PREFECT_PORT)"
 	@echo "make serve  serve the nightly and on-demand deployments (PROFILE=$(PROFILE))"
+	@echo "make mlflow-ui  the MLflow UI of ./mlflow.db on 127.0.0.1:$(MLFLOW_PORT)"
 	@echo "make bench  the benchmark suite on the real data (prints JSON)"
 	@echo "make lint   ruff check + format check"
 
@@ -59,6 +62,11 @@ server: $(STAMP)
 serve: $(STAMP)
 	PREFECT_API_URL=$${PREFECT_API_URL:-http://127.0.0.1:$(PREFECT_PORT)/api} \
 	  $(BIN)/fraudaug serve --data "$(DATA)" --profile "$(PROFILE)" --cron "$(CRON)"
+
+# The MLflow UI over the runs `make run` logged (./mlflow.db, ./mlartifacts), loopback only.
+mlflow-ui: $(STAMP)
+	$(BIN)/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlflow.db}" \
+	  --default-artifact-root "$(CURDIR)/mlartifacts" --host 127.0.0.1 --port $(MLFLOW_PORT)
 
 # The benchmark suite on the real data (about 13 minutes on 2 cores).
 bench: $(STAMP)

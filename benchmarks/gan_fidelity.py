@@ -321,8 +321,8 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     seeds = args.seeds or [0, 1]
 
+    from pipeline.cache import code_version
     from pipeline.config import GANConfig, load_config, parse_overrides, run_seeds
-    from pipeline.stages import code_version
 
     base = load_config("default", overrides=parse_overrides(args.set))
     candidates = {"default": base.gan}

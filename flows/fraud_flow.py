@@ -14,9 +14,11 @@ from typing import Any, Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run as prefect_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from pipeline import stages
+from pipeline import runs, stages, tracking
+from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, load_config, run_seeds
 from pipeline.memory import limit_malloc_arenas
 
@@ -133,7 +135,7 @@ def fit_detector(
 
 @task(name="start-run", cache_policy=NO_CACHE)
 def start_run(reports_dir: str, data_sha256: str, config: PipelineConfig) -> dict:
-    return stages.stage_start_run(reports_dir, data_sha256, config)
+    return runs.start_run(reports_dir, data_sha256, config)
 
 
 @task(name="fidelity", cache_policy=NO_CACHE, task_run_name="fidelity-split-{split}")
@@ -173,15 +175,24 @@ def publish(run_dir: str, report_path: str) -> None:
 
     from pipeline.artifacts import load_json
     from pipeline.report import summary_markdown, summary_table
+    from pipeline.tracking import run_link
 
-    metrics = load_json(Path(run_dir) / stages.METRICS_FILE)
+    metrics = load_json(Path(run_dir) / runs.METRICS_FILE)
     uri = Path(report_path).resolve().as_uri()
+    mlflow_run = metrics.get("tracking")
     create_link_artifact(
         key="fraud-report",
         link=uri,
         link_text=f"report {metrics['run_id']}",
-        description=metrics["comparison"]["headline"],
+        description=metrics["comparison"]["headline"]
+        + (f" — MLflow run: {run_link(mlflow_run)}" if mlflow_run else ""),
     )
+    if mlflow_run and mlflow_run["uri"].startswith(("http://", "https://")):
+        create_link_artifact(
+            key="fraud-mlflow-run",
+            link=run_link(mlflow_run),
+            link_text=f"MLflow run {mlflow_run['run_id']}",
+        )
     create_table_artifact(
         key="fraud-comparison",
         table=summary_table(metrics),
@@ -241,6 +252,7 @@ def fraud_augmentation(
     reports_dir: str = "reports",
     models_dir: str = "models",
     overrides: dict[str, Any] | None = None,
+    tracking_uri: str | None = None,
 ) -> dict:
     """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report -> registry.
 
@@ -249,6 +261,8 @@ def fraud_augmentation(
     and ``latest`` go. ``models_dir``: the champion/challenger registry.
     ``overrides`` changes config sections of the profile, e.g.
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
+    ``tracking_uri``: the MLflow tracking store (default: ``$MLFLOW_TRACKING_URI``,
+    else ``sqlite:///mlflow.db`` in the working folder); see ``pipeline.tracking``.
     """
     limit_malloc_arenas()  # before the task workers start (see pipeline.memory)
     logger = get_run_logger()
@@ -259,12 +273,14 @@ def fraud_augmentation(
     started_monotonic = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     config = load_config(profile, seed=seed, overrides=overrides)
-    stages.check_output_paths(
-        os.environ.get(stages.OUTPUT_ROOT_ENV),
+    runs.check_output_paths(
+        os.environ.get(runs.OUTPUT_ROOT_ENV),
         reports_dir=reports_dir,
         models_dir=models_dir,
         cache_dir=config.data.cache_dir,
     )
+    tracking_uri = tracking.resolve_tracking_uri(tracking_uri)
+    tracking.check_tracking_uri(tracking_uri)  # before any work: one clear line
     if not Path(data_path).exists() and Path(data_path).name == "creditcard.csv":
         fetch_data(data_path)
     data = ingest(data_path, config.data.cache_dir)
@@ -281,7 +297,28 @@ def fraud_augmentation(
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
     if run["resumed"]:
         logger.info("resuming interrupted run %s (same data and config)", run_id)
+    mlflow_run = None
+    status = "FAILED"
     try:
+        mlflow_run = tracking.start_tracking(
+            tracking_uri,
+            run_name=run_id,
+            config=config.model_dump(mode="json"),
+            tags={
+                "fraudaug.run_id": run_id,
+                "fraudaug.run_dir": str(run_dir.absolute()),
+                "fraudaug.profile": config.profile,
+                "fraudaug.seed": config.seed,
+                "fraudaug.data.path": data["path"],
+                "fraudaug.data.sha256": data["sha256"],
+                "fraudaug.data.rows": data["rows"],
+                "fraudaug.data.frauds": data["frauds"],
+                "fraudaug.data.demo": data["demo"],
+                "fraudaug.resumed": run["resumed"],
+                "prefect.flow_run_id": prefect_flow_run.get_id(),
+                "mlflow.source.git.commit": git_commit(),
+            },
+        )
         _check_dask_workers(
             read=[data["frame_path"]], write=[str(run_dir), config.data.cache_dir]
         )
@@ -340,7 +377,7 @@ def fraud_augmentation(
         for split in range(n_splits):
             gan_dir = None
             if "cwgan_gp" in methods:
-                gan_dir = str(stages.split_dir(run_dir, split) / "gan")
+                gan_dir = str(runs.split_dir(run_dir, split) / "gan")
                 # Its time limit (gan.timeout_seconds) is enforced by the trainer
                 # between steps (see pipeline.gan.trainer), not by interrupting it.
                 gan = train_gan(
@@ -377,12 +414,18 @@ def fraud_augmentation(
             started_monotonic=started_monotonic,
             models_dir=models_dir,
             cached_stages=cached,
+            tracking=mlflow_run,
         )
         publish(str(run_dir), written["report"])
+        status = "FINISHED"
+    except (KeyboardInterrupt, SystemExit):
+        status = "KILLED"
+        raise
     finally:
+        tracking.finish_tracking(mlflow_run, status)
         # Released on failure too: the next run with the same data and config
         # resumes this folder (and its GAN checkpoints).
-        stages.release_lock(run_dir)
+        runs.release_lock(run_dir)
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])

@@ -125,6 +125,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # A bad profile, override or output folder fails here, before Prefect starts.
     config = load_config(args.profile, seed=args.seed, overrides=overrides)
     check_writable(config.data.cache_dir, "cache")
+    from pipeline.tracking import check_tracking_uri, resolve_tracking_uri
+
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
     # Validate (and cache) the data before Prefect starts: bad data is one line,
     # exit 2, nothing written; the flow's ingest then reuses the cached copy.
     from pipeline.stages import stage_ingest
@@ -152,6 +156,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         reports_dir=args.reports,
         models_dir=args.models,
         overrides=overrides,
+        tracking_uri=tracking_uri,
     )
     print(result["report"])
     return 0
@@ -188,6 +193,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
 
     load_config(args.profile)  # a bad profile fails here
+    from pipeline.tracking import URI_ENV, check_tracking_uri, resolve_tracking_uri
+
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    # Deployment runs are subprocesses of this one: they log where serve was told.
+    os.environ[URI_ENV] = tracking_uri
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
     # Runs started by these deployments write only inside this folder.
@@ -282,6 +293,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tracking_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking store (default: $MLFLOW_TRACKING_URI, else "
+        "sqlite:///mlflow.db in the working folder)",
+    )
+
+
 def _runner_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--task-runner",
@@ -358,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config value, e.g. --set gan.steps=500 (repeatable)",
     )
     _runner_args(p)
+    _tracking_arg(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser(
@@ -370,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", default="reports", help="default: reports/")
     p.add_argument("--models", default="models", help="default: models/")
     _runner_args(p)
+    _tracking_arg(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("score", help="score transactions with the champion model")

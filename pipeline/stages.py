@@ -8,11 +8,9 @@ small JSON-able dict, so that tasks pass paths and summaries, never frames.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import platform
-import secrets
 import shutil
 import time
 from datetime import UTC, datetime
@@ -23,9 +21,8 @@ import numpy as np
 import pandas as pd
 
 from pipeline.artifacts import (
-    atomic_dir,
+    MANIFEST,
     atomic_path,
-    file_lock,
     file_sha256,
     git_commit,
     load_json,
@@ -36,11 +33,19 @@ from pipeline.artifacts import (
     save_text,
     write_manifest,
 )
+from pipeline.cache import cache_get, cache_key, cache_put, code_version
 from pipeline.config import SMOTE_FAMILY, PipelineConfig
-from pipeline.errors import ArtifactError, ConfigError
+from pipeline.errors import ArtifactError
 from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
 from pipeline.ingest import TARGET, is_demo_data, read_transactions
 from pipeline.preprocess import TabularTransformer, split_rows, subset_rows
+from pipeline.runs import (
+    METRICS_FILE,
+    release_lock,
+    split_dir,
+    update_latest,
+    write_index,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,190 +53,7 @@ SPLITS_FILE = "splits.parquet"
 SCORES_DIR = "scores"
 PREDICTIONS_FILE = "predictions.parquet"
 DETECTORS_DIR = "detectors"  # split-0's fitted detectors: registry candidates
-METRICS_FILE = "metrics.json"
 REPORT_FILE = "report.html"
-INDEX_FILE = "index.html"
-LATEST_LINK = "latest"
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """``YYYYmmddTHHMMSSZ-xxxxxx``: sorts by time, unique across concurrent runs."""
-    now = now or datetime.now(UTC)
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def split_dir(run_dir: str | Path, split: int) -> Path:
-    return Path(run_dir) / f"split-{split}"
-
-
-RUN_FILE = "run.json"
-LOCK_FILE = ".lock"
-
-
-def run_key(data_sha256: str, config: PipelineConfig) -> str:
-    """Identifies "the same run": same input bytes, same config (seed included)."""
-    return hashlib.sha256(f"{data_sha256}:{config.fingerprint()}".encode()).hexdigest()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _acquire_lock(run_dir: Path) -> bool:
-    """Take ``run_dir/.lock`` unless a live process holds it (a dead holder's lock
-    is stale: that run was killed). A run that fails releases its lock, so the
-    next run with the same data and config resumes its folder."""
-    lock = run_dir / LOCK_FILE
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                holder = int(lock.read_text().strip() or 0)
-            except (OSError, ValueError):
-                holder = 0
-            if holder and _pid_alive(holder):
-                return False
-            lock.unlink(missing_ok=True)
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        return True
-    return False
-
-
-def release_lock(run_dir: str | Path) -> None:
-    (Path(run_dir) / LOCK_FILE).unlink(missing_ok=True)
-
-
-def stage_start_run(
-    reports_dir: str | Path, data_sha256: str, config: PipelineConfig
-) -> dict[str, Any]:
-    """Open the run's folder: a new one, or the folder of an interrupted run with the
-    same data and config (no ``metrics.json``, no live lock), whose checkpoints
-    are then resumed."""
-    reports_dir = Path(reports_dir)
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    key = run_key(data_sha256, config)
-    for candidate in sorted(reports_dir.iterdir(), reverse=True):
-        if candidate.is_symlink() or not (candidate / RUN_FILE).is_file():
-            continue
-        if (candidate / METRICS_FILE).exists():
-            continue
-        try:
-            same = load_json(candidate / RUN_FILE).get("run_key") == key
-        except ArtifactError:
-            continue
-        if same and _acquire_lock(candidate):
-            logger.info("resuming the interrupted run %s", candidate.name)
-            return {
-                "run_id": candidate.name,
-                "run_dir": str(candidate),
-                "resumed": True,
-            }
-    run_id = new_run_id()
-    run_dir = reports_dir / run_id
-    run_dir.mkdir()
-    _acquire_lock(run_dir)
-    save_json(
-        run_dir / RUN_FILE,
-        {
-            "run_key": key,
-            "run_id": run_id,
-            "data_sha256": data_sha256,
-            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
-    )
-    return {"run_id": run_id, "run_dir": str(run_dir), "resumed": False}
-
-
-# ------------------------------------------------------------------ output folders
-OUTPUT_ROOT_ENV = "FRAUDAUG_OUTPUT_ROOT"
-
-
-def check_output_paths(root: str | Path | None, **paths: str | Path) -> None:
-    """Refuse output folders outside ``root`` (``fraudaug serve`` sets it to the
-    folder it was started in), so a deployment parameter such as
-    ``reports_dir=/etc`` or ``../..`` cannot write anywhere else."""
-    if not root:
-        return
-    base = Path(root).resolve()
-    for name, path in paths.items():
-        # Where the run would really write: relative paths from the working folder,
-        # symbolic links followed.
-        if not Path(path).resolve().is_relative_to(base):
-            raise ConfigError(
-                f"{name}={str(path)!r} is outside the output root {base} "
-                f"({OUTPUT_ROOT_ENV}); choose a folder inside it"
-            )
-
-
-# ---------------------------------------------------------------------- stage cache
-def code_version(*modules: str) -> str:
-    """sha256 of the source of ``modules`` (and packages' files): a cached stage
-    result is reused only by the code that made it."""
-    import importlib
-
-    digest = hashlib.sha256()
-    for name in sorted(modules):
-        module = importlib.import_module(name)
-        root = Path(module.__file__)
-        files = (
-            sorted(root.parent.rglob("*.py")) if root.name == "__init__.py" else [root]
-        )
-        for path in files:
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _cache_key(**parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
-def _cache_valid(entry: Path) -> bool:
-    """Every file recorded in ``entry/done.json`` is there with its sha256; a
-    cached result whose files were deleted or changed is recomputed, not trusted."""
-    done = entry / "done.json"
-    if not done.is_file():
-        return False
-    try:
-        files = load_json(done)["sha256"]
-    except (ArtifactError, KeyError):
-        return False
-    return all(
-        (entry / name).is_file() and file_sha256(entry / name) == digest
-        for name, digest in files.items()
-    )
-
-
-def _cache_put(entry: Path, files: dict[str, Path]) -> None:
-    """Copy ``files`` (name -> source) into the cache entry, all or nothing."""
-    if _cache_valid(entry):
-        return
-    with atomic_dir(entry) as tmp:
-        for name, source in files.items():
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, tmp / name)
-        save_json(
-            tmp / "done.json", {"sha256": {n: file_sha256(tmp / n) for n in files}}
-        )
-
-
-def _cache_get(entry: Path, destination: Path) -> bool:
-    """Copy a valid cache entry's files into ``destination``; False on a miss."""
-    if not _cache_valid(entry):
-        return False
-    for name in load_json(entry / "done.json")["sha256"]:
-        with atomic_path(destination / name) as tmp:
-            shutil.copyfile(entry / name, tmp)
-    return True
 
 
 # --------------------------------------------------------------------------- ingest
@@ -300,14 +122,14 @@ def stage_prepare(
     }
     entry = None
     if cache_dir is not None:
-        key = _cache_key(
+        key = cache_key(
             data=file_sha256(frame_path),
             split=config.split.model_dump(mode="json"),
             seeds=list(split_seeds),
             code=code_version("pipeline.preprocess"),
         )
         entry = Path(cache_dir) / "stages" / "prepare" / key
-        if _cache_get(entry, run_dir):
+        if cache_get(entry, run_dir):
             return {**result, "cached": True, "cache_key": key}
     frame = load_parquet(frame_path)
     splits = split_rows(frame, config.split, split_seeds)
@@ -317,7 +139,7 @@ def stage_prepare(
         transformer = TabularTransformer().fit(train)
         save_json(result["transformer_paths"][split], transformer.to_dict())
     if entry is not None:
-        _cache_put(entry, {n: run_dir / n for n in names})
+        cache_put(entry, {n: run_dir / n for n in names})
     return {**result, "cached": False}
 
 
@@ -422,7 +244,7 @@ def stage_train_gan(
     validation = data["validation"]["X"][data["validation"]["y"] == 1]
     entry = None
     if cache_dir is not None:
-        key = _cache_key(
+        key = cache_key(
             train=data_fingerprint(X, y),
             validation=hashlib.sha256(validation.tobytes()).hexdigest(),
             gan=config.gan.model_dump(mode="json", exclude={"timeout_seconds"}),
@@ -430,7 +252,7 @@ def stage_train_gan(
             code=code_version("pipeline.gan", "pipeline.preprocess"),
         )
         entry = Path(cache_dir) / "stages" / "gan" / key
-        if _cache_get(entry, out_dir):
+        if cache_get(entry, out_dir):
             logger.info(
                 "split %d: GAN reused from the stage cache (%s)", split, key[:12]
             )
@@ -454,7 +276,7 @@ def stage_train_gan(
     save_gan(out_dir, trained, transformer=load_json(transformer_path))
     shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
     if entry is not None:
-        _cache_put(entry, {p.name: p for p in out_dir.iterdir() if p.is_file()})
+        cache_put(entry, {p.name: p for p in out_dir.iterdir() if p.is_file()})
     return {
         **_gan_summary(split, out_dir, trained.meta, trained.history),
         "cached": False,
@@ -724,43 +546,6 @@ def _merge_predictions(run_dir: Path, score_paths: list[str]) -> pd.DataFrame:
     return predictions
 
 
-def update_latest(reports_dir: Path, run_id: str) -> None:
-    """Point ``reports/latest`` at ``run_id``, atomically."""
-    link = reports_dir / LATEST_LINK
-    tmp = reports_dir / f".{LATEST_LINK}.{secrets.token_hex(4)}"
-    try:
-        os.symlink(run_id, tmp, target_is_directory=True)
-        os.replace(tmp, link)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        save_text(reports_dir / "LATEST", run_id + "\n")
-
-
-def load_run_summaries(reports_dir: str | Path) -> list[dict[str, Any]]:
-    """The ``metrics.json`` of every finished run in ``reports_dir``, newest first."""
-    runs = []
-    for path in sorted(Path(reports_dir).glob(f"*/{METRICS_FILE}")):
-        if path.parent.is_symlink():
-            continue
-        try:
-            runs.append(load_json(path))
-        except ArtifactError as exc:
-            logger.warning("skipping %s in the run index: %s", path, exc)
-    return sorted(runs, key=lambda r: r.get("run_id", ""), reverse=True)
-
-
-def write_index(reports_dir: str | Path) -> Path:
-    from pipeline.report import render_index
-
-    reports_dir = Path(reports_dir)
-    # Read every run and write the page under one lock: two runs finishing at once
-    # cannot leave an index that misses one of them.
-    with file_lock(reports_dir / ".index.lock"):
-        return save_text(
-            reports_dir / INDEX_FILE, render_index(load_run_summaries(reports_dir))
-        )
-
-
 def stage_registry(
     *,
     run_id: str,
@@ -823,9 +608,12 @@ def stage_report(
     started_monotonic: float | None = None,
     models_dir: str | Path | None = None,
     cached_stages: list[str] | None = None,
+    tracking: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
-    ``manifest.json``; then refresh ``reports/index.html`` and ``reports/latest``.
+    ``manifest.json``; log them and the figures to the run's MLflow run
+    (``tracking``, see :mod:`pipeline.tracking`); then refresh
+    ``reports/index.html`` and ``reports/latest``.
 
     With ``models_dir`` (and ``registry.enabled``), the run's best detector is first
     offered to the model registry; the decision goes into the metrics and report.
@@ -896,6 +684,8 @@ def stage_report(
             frame_path=data["frame_path"],
             config=config,
         )
+    if tracking is not None:
+        metrics["tracking"] = dict(tracking)
     save_json(run_dir / METRICS_FILE, metrics)
     histories = {
         g["split"]: load_json(Path(g["gan_dir"]) / "history.json") for g in gans
@@ -911,6 +701,15 @@ def stage_report(
         seeds=seeds,
         data={k: v for k, v in data.items() if k != "frame_path"},
     )
+    if tracking is not None:
+        from pipeline.tracking import log_results
+
+        log_results(
+            tracking,
+            metrics,
+            histories,
+            [run_dir / n for n in (REPORT_FILE, METRICS_FILE, MANIFEST)],
+        )
     write_index(reports_dir)
     update_latest(reports_dir, run_id)
     release_lock(run_dir)

@@ -12,8 +12,11 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "pipeline")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Tests never touch the developer's Prefect home or database.
+# Tests never touch the developer's Prefect home or database, nor its MLflow store.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="fraudaug-prefect-home-")
+os.environ["MLFLOW_TRACKING_URI"] = (
+    f"sqlite:///{tempfile.mkdtemp(prefix='fraudaug-mlflow-')}/mlflow.db"
+)
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402

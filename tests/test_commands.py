@@ -65,6 +65,8 @@ REFUSALS = [
     (["run", "--data", "{sample}", "--dask-address", "tcp://h:1"], "needs --task"),
     (["run", "--data", "{sample}", "--task-runner", "dask", "--dask-address", "h:x"],
      "bad port"),
+    (["run", "--data", "{sample}", "--tracking-uri", "http://127.0.0.1:9"],
+     "not reachable"),
     (["serve", "--data", "{sample}", "--cron", "61 * * * *"], "not a cron"),
     (["serve", "--data", "{sample}", "--timezone", "Mars/Base"], "time zone"),
 ]  # fmt: skip

@@ -4,11 +4,11 @@ import platform
 import sys
 
 from pipeline.config import load_config
-from pipeline.stages import LOCK_FILE, RUN_FILE, stage_start_run
+from pipeline.runs import LOCK_FILE, RUN_FILE, start_run
 
 
 def test_a_new_run_gets_a_locked_folder(tmp_path):
-    run = stage_start_run(tmp_path, "a" * 64, load_config("smoke"))
+    run = start_run(tmp_path, "a" * 64, load_config("smoke"))
     run_dir = tmp_path / run["run_id"]
     assert not run["resumed"] and (run_dir / RUN_FILE).is_file()
     assert (run_dir / LOCK_FILE).read_text() == str(os.getpid())
@@ -16,36 +16,34 @@ def test_a_new_run_gets_a_locked_folder(tmp_path):
 
 def test_an_interrupted_run_with_the_same_data_and_config_is_resumed(tmp_path):
     config = load_config("smoke")
-    first = stage_start_run(tmp_path, "a" * 64, config)
+    first = start_run(tmp_path, "a" * 64, config)
     # The first run was killed: its lock names a process that no longer exists.
     (tmp_path / first["run_id"] / LOCK_FILE).write_text("999999999")
-    again = stage_start_run(tmp_path, "a" * 64, config)
+    again = start_run(tmp_path, "a" * 64, config)
     assert again == {**first, "resumed": True}
     # Other data or another seed start a new run.
     (tmp_path / first["run_id"] / LOCK_FILE).write_text("999999999")
-    assert not stage_start_run(tmp_path, "b" * 64, config)["resumed"]
+    assert not start_run(tmp_path, "b" * 64, config)["resumed"]
     (tmp_path / first["run_id"] / LOCK_FILE).write_text("999999999")
-    assert not stage_start_run(tmp_path, "a" * 64, load_config("smoke", seed=1))[
-        "resumed"
-    ]
+    assert not start_run(tmp_path, "a" * 64, load_config("smoke", seed=1))["resumed"]
 
 
 def test_a_finished_or_running_run_is_never_reused(tmp_path):
     config = load_config("smoke")
-    first = stage_start_run(tmp_path, "a" * 64, config)
+    first = start_run(tmp_path, "a" * 64, config)
     run_dir = tmp_path / first["run_id"]
     (run_dir / LOCK_FILE).write_text(str(os.getppid()))  # alive: still running
-    assert not stage_start_run(tmp_path, "a" * 64, config)["resumed"]
+    assert not start_run(tmp_path, "a" * 64, config)["resumed"]
     (run_dir / LOCK_FILE).unlink()
     (run_dir / "metrics.json").write_text(json.dumps({"run_id": first["run_id"]}))
-    assert not stage_start_run(tmp_path, "a" * 64, config)["resumed"]
+    assert not start_run(tmp_path, "a" * 64, config)["resumed"]
 
 
 def test_output_folders_stay_inside_the_output_root(tmp_path, monkeypatch):
     import pytest
 
     from pipeline.errors import ConfigError
-    from pipeline.stages import check_output_paths
+    from pipeline.runs import check_output_paths
 
     monkeypatch.chdir(tmp_path)
     check_output_paths(None, reports_dir="/etc")  # no root: anything goes (CLI runs)

@@ -1,0 +1,258 @@
+"""Experiment tracking on MLflow: every run of the pipeline is one MLflow run.
+
+Where it lives (:func:`resolve_tracking_uri`): ``--tracking-uri``, else
+``MLFLOW_TRACKING_URI``, else an embedded ``sqlite:///mlflow.db`` with artifacts in
+``mlartifacts/``, both in the folder the run starts in (no server needed).
+
+The run is opened when the pipeline starts (:func:`start_tracking`: the config as
+parameters, the data and code as tags) and closed when it ends
+(:func:`finish_tracking`: ``FINISHED``, ``FAILED`` or ``KILLED``), so a run that
+fails or is interrupted is never left looking finished. :func:`log_results` adds
+what the run measured (per method the mean and interval of each headline metric,
+per split as metric steps; the GAN's fidelity and training curves; the headline)
+and the report, ``metrics.json`` and ``manifest.json`` as artifacts.
+
+The tracking calls go through ``MlflowClient`` with explicit run ids (no fluent,
+process-global "active run"): the flow's tasks run in threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import ConfigError
+from pipeline.paths import check_writable
+
+logger = logging.getLogger(__name__)
+
+EXPERIMENT = "fraud-augmentation"
+URI_ENV = "MLFLOW_TRACKING_URI"
+DEFAULT_DB = "mlflow.db"
+DEFAULT_ARTIFACTS = "mlartifacts"
+HEADLINE_METRICS = ("auprc", "roc_auc", "recall_at_precision_90", "net_savings")
+FIDELITY_METRICS = ("c2st_auc", "ks_mean", "corr_diff", "near_copy_share")
+CURVES = ("critic_loss", "generator_loss", "gradient_penalty", "wasserstein")
+_BATCH = 100  # MLflow's limit of params per log_batch call (1,000 for metrics)
+
+
+def resolve_tracking_uri(uri: str | None = None, cwd: str | Path | None = None) -> str:
+    """``uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<cwd>/mlflow.db``
+    (an absolute path: a deployment run in another folder logs to the same file)."""
+    uri = uri or os.environ.get(URI_ENV)
+    if uri:
+        return uri
+    return f"sqlite:///{Path(cwd or Path.cwd()).absolute() / DEFAULT_DB}"
+
+
+def _sqlite_path(uri: str) -> Path | None:
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri.removeprefix("sqlite:///"))
+
+
+def check_tracking_uri(uri: str, timeout: float = 10.0) -> None:
+    """Fail early, with one line, when the tracking store cannot be used: a server
+    that does not answer its health check, or an sqlite file that cannot be
+    written. Needs no MLflow import (runs before any training)."""
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                if response.status != 200:
+                    raise OSError(f"HTTP {response.status}")
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise ConfigError(
+                f"MLflow tracking server {uri}: not reachable ({reason}); start it or "
+                f"point {URI_ENV} / --tracking-uri elsewhere"
+            ) from exc
+        return
+    path = _sqlite_path(uri)
+    if path is not None:
+        if path.is_dir():
+            raise ConfigError(f"{uri}: {path} is a folder, expected a database file")
+        check_writable(path.parent, "MLflow database")
+        return
+    if "://" in uri and not uri.startswith(("file://", "databricks")):
+        scheme = uri.split("://", 1)[0]
+        if scheme not in ("postgresql", "mysql", "mssql"):
+            raise ConfigError(f"{uri}: not a tracking URI MLflow knows ({scheme}://)")
+
+
+def _client(uri: str):
+    # MLflow logs INFO lines of its own on stderr (e.g. creating the sqlite
+    # tables); keep its WARNINGs unless the user asked for its level.
+    level = os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING")
+    from mlflow.tracking import MlflowClient
+
+    logging.getLogger("mlflow").setLevel(level.upper())
+    return MlflowClient(tracking_uri=uri)
+
+
+def _experiment_id(client, uri: str) -> str:
+    """The experiment's id, created on first use (two runs creating it at once: the
+    second finds the first's)."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(EXPERIMENT)
+    if found is not None:
+        return found.experiment_id
+    path = _sqlite_path(uri)
+    location = (
+        (path.parent / DEFAULT_ARTIFACTS).absolute().as_uri()
+        if path is not None
+        else None
+    )
+    try:
+        return client.create_experiment(EXPERIMENT, artifact_location=location)
+    except MlflowException:
+        found = client.get_experiment_by_name(EXPERIMENT)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"gan": {"steps": 10}}`` -> ``{"gan.steps": "10"}`` (MLflow params are
+    strings; lists keep their JSON form)."""
+    import json
+
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value if isinstance(value, str) else json.dumps(value)
+    return flat
+
+
+def start_tracking(
+    uri: str,
+    *,
+    run_name: str,
+    config: dict[str, Any],
+    tags: dict[str, Any],
+) -> dict[str, str]:
+    """Open the pipeline run's MLflow run; returns ``{"uri", "experiment_id",
+    "run_id"}`` (JSON-able: it travels through the flow's tasks)."""
+    from mlflow.entities import Param, RunTag
+
+    client = _client(uri)
+    experiment_id = _experiment_id(client, uri)
+    run = client.create_run(
+        experiment_id,
+        run_name=run_name,
+        tags={k: str(v) for k, v in tags.items() if v is not None},
+    )
+    run_id = run.info.run_id
+    params = [Param(k, v[:6000]) for k, v in flatten(config).items()]
+    for i in range(0, len(params), _BATCH):
+        client.log_batch(run_id, params=params[i : i + _BATCH])
+    client.log_batch(run_id, tags=[RunTag("fraudaug.state", "running")])
+    logger.info("MLflow run %s in experiment %s at %s", run_id, EXPERIMENT, uri)
+    return {"uri": uri, "experiment_id": experiment_id, "run_id": run_id}
+
+
+def _metric_rows(
+    metrics: dict[str, Any], histories: dict[int, list[dict[str, Any]]]
+) -> list[tuple[str, float, int]]:
+    rows: list[tuple[str, float, int]] = []
+    for summary in metrics["summary"]:
+        method = summary["method"]
+        for name in HEADLINE_METRICS:
+            if summary.get(f"{name}_mean") is None:
+                continue
+            rows.append((f"{method}.{name}_mean", summary[f"{name}_mean"], 0))
+            low, high = summary.get(f"{name}_ci95") or (None, None)
+            if low is not None:
+                rows.append((f"{method}.{name}_ci95_low", low, 0))
+                rows.append((f"{method}.{name}_ci95_high", high, 0))
+    for record in metrics["results"]:
+        for name in HEADLINE_METRICS:
+            if record.get(name) is not None:
+                rows.append(
+                    (f"{record['method']}.{name}", record[name], record["split"])
+                )
+    fidelity = metrics.get("fidelity") or {}
+    for source, figures in fidelity.items():
+        if not isinstance(figures, dict) or "per_split" not in figures:
+            continue
+        for name in FIDELITY_METRICS:
+            if figures.get(name) is not None:
+                rows.append((f"fidelity.{source}.{name}", figures[name], 0))
+        for entry in figures["per_split"]:
+            for name in FIDELITY_METRICS:
+                if entry.get(name) is not None:
+                    rows.append(
+                        (f"fidelity.{source}.{name}.split", entry[name], entry["split"])
+                    )
+    for split, history in histories.items():
+        for entry in history:
+            for name in CURVES:
+                if entry.get(name) is not None:
+                    rows.append(
+                        (f"gan.split{split}.{name}", entry[name], entry["step"])
+                    )
+    return [(k, float(v), int(s)) for k, v, s in rows]
+
+
+def log_results(
+    tracking: dict[str, str],
+    metrics: dict[str, Any],
+    histories: dict[int, list[dict[str, Any]]],
+    artifacts: list[Path],
+) -> None:
+    """Log what the run measured and its files to its MLflow run."""
+    from mlflow.entities import Metric, RunTag
+
+    client = _client(tracking["uri"])
+    run_id = tracking["run_id"]
+    now = int(time.time() * 1000)
+    rows = [Metric(k, v, now, s) for k, v, s in _metric_rows(metrics, histories)]
+    for i in range(0, len(rows), 1000):
+        client.log_batch(run_id, metrics=rows[i : i + 1000])
+    comparison = metrics.get("comparison") or {}
+    tags = {
+        "fraudaug.headline": comparison.get("headline"),
+        "fraudaug.best_smote_family": comparison.get("best_smote_family"),
+        "fraudaug.duration_seconds": metrics.get("duration_seconds"),
+    }
+    registry = metrics.get("registry") or {}
+    if registry:
+        tags["fraudaug.registry.promoted"] = registry.get("promoted")
+        tags["fraudaug.registry.reason"] = registry.get("reason")
+    client.log_batch(
+        run_id,
+        tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items() if v is not None],
+    )
+    for path in artifacts:
+        client.log_artifact(run_id, str(path))
+
+
+def finish_tracking(tracking: dict[str, str] | None, status: str = "FINISHED") -> None:
+    """Close the MLflow run as ``FINISHED``, ``FAILED`` or ``KILLED``; a tracking
+    store that fails here is logged, never raised over the run's own outcome."""
+    if not tracking:
+        return
+    try:
+        client = _client(tracking["uri"])
+        client.set_tag(tracking["run_id"], "fraudaug.state", status.lower())
+        client.set_terminated(tracking["run_id"], status=status)
+    except Exception as exc:  # the run's own error matters more
+        logger.warning("could not close MLflow run %s: %s", tracking["run_id"], exc)
+
+
+def run_link(tracking: dict[str, str]) -> str:
+    """Where to see the run: its page on a server, or how to open the UI."""
+    uri = tracking["uri"]
+    page = f"#/experiments/{tracking['experiment_id']}/runs/{tracking['run_id']}"
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/{page}"
+    return f"mlflow ui --backend-store-uri {uri}  (then {page})"

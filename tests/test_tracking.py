@@ -1,0 +1,114 @@
+"""Runs on MLflow: one MLflow run per pipeline run, in the embedded sqlite store."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from pipeline.errors import ConfigError
+from pipeline.tracking import (
+    EXPERIMENT,
+    check_tracking_uri,
+    flatten,
+    resolve_tracking_uri,
+)
+
+
+def _client():
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+
+
+def _runs_named(run_id: str):
+    client = _client()
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    return client.search_runs(
+        [experiment.experiment_id], filter_string=f"tags.`fraudaug.run_id` = '{run_id}'"
+    )
+
+
+def test_where_runs_are_tracked(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert resolve_tracking_uri(cwd=tmp_path) == f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.internal:5000")
+    assert resolve_tracking_uri(cwd=tmp_path) == "http://mlflow.internal:5000"
+    assert resolve_tracking_uri("sqlite:////x/y.db") == "sqlite:////x/y.db"
+
+
+def test_config_becomes_flat_string_params():
+    flat = flatten({"gan": {"steps": 10, "widths": [256, 256]}, "profile": "smoke"})
+    assert flat == {"gan.steps": "10", "gan.widths": "[256, 256]", "profile": "smoke"}
+
+
+def test_an_unreachable_server_is_one_line_at_once(tmp_path):
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"MLflow tracking server .*not reachable"):
+        check_tracking_uri(f"http://127.0.0.1:{port}")
+    assert time.perf_counter() - started < 10
+    (tmp_path / "db").mkdir()
+    with pytest.raises(ConfigError, match="is a folder"):
+        check_tracking_uri(f"sqlite:///{tmp_path / 'db'}")
+    with pytest.raises(ConfigError, match="not a tracking URI"):
+        check_tracking_uri("ftp://somewhere/x")
+    check_tracking_uri(f"sqlite:///{tmp_path / 'new' / 'mlflow.db'}")  # creatable
+
+
+@pytest.mark.slow
+def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    (found,) = _runs_named(result["run_id"])
+    assert metrics["tracking"]["run_id"] == found.info.run_id
+    assert found.info.status == "FINISHED"
+    tags, params = found.data.tags, found.data.params
+    assert tags["fraudaug.data.sha256"] == metrics["data"]["sha256"]
+    assert (
+        tags["fraudaug.data.rows"] == "20000" and tags["fraudaug.data.frauds"] == "492"
+    )
+    assert tags["fraudaug.profile"] == "smoke" and tags["fraudaug.seed"] == "0"
+    assert tags["fraudaug.headline"] == metrics["comparison"]["headline"]
+    assert tags["prefect.flow_run_id"]
+    assert "mlflow.source.git.commit" in tags
+    assert params["gan.steps"] == "60" and params["detector.n_estimators"] == "100"
+    logged = found.data.metrics
+    for summary in metrics["summary"]:
+        assert logged[f"{summary['method']}.auprc_mean"] == pytest.approx(
+            summary["auprc_mean"]
+        )
+    client = _client()
+    history = client.get_metric_history(found.info.run_id, "none.auprc")
+    assert [m.step for m in history] == list(range(metrics["n_splits"]))
+    curve = client.get_metric_history(found.info.run_id, "gan.split0.critic_loss")
+    assert len(curve) > 1
+    assert "fidelity.cwgan_gp.c2st_auc" in logged
+    artifacts = {a.path for a in client.list_artifacts(found.info.run_id)}
+    assert artifacts == {"report.html", "metrics.json", "manifest.json"}
+
+
+def test_the_flow_refuses_an_unreachable_tracking_server_before_any_work(
+    harness, sample_path, tmp_path
+):
+    from flows.fraud_flow import fraud_augmentation
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ConfigError, match="not reachable"):
+        fraud_augmentation(
+            data_path=str(sample_path),
+            profile="smoke",
+            reports_dir=str(tmp_path / "reports"),
+            models_dir=str(tmp_path / "models"),
+            overrides={"data": {"cache_dir": str(tmp_path / "cache")}},
+            tracking_uri=f"http://127.0.0.1:{port}",
+        )
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "cache").exists()
