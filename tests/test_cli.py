@@ -96,12 +96,3 @@ def test_a_full_disk_is_one_line_exit_2(tmp_path, sample_path, monkeypatch, caps
     assert last == f"fraudaug: error: {tmp_path / 'x.parquet'}: No space left on device"
     assert "Traceback" not in err
     assert not (tmp_path / "r").exists() and not (tmp_path / "m").exists()
-
-
-def test_score_needs_the_feature_columns(tmp_path, capsys, demo_frame):
-    bad = tmp_path / "bad.csv"
-    demo_frame.drop(columns=["V3"]).to_csv(bad, index=False)
-    assert main(["score", "--in", str(bad), "--out", str(tmp_path / "o.csv")]) == 2
-    err = capsys.readouterr().err
-    assert "missing column(s) V3" in err and "Class optional" in err
-    assert not (tmp_path / "o.csv").exists()

@@ -160,6 +160,23 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     assert "GAN training on CPU" in log or "GAN training on GPU 0" in log
     assert [line for line in log.splitlines() if is_native_log_line(line)] == []
     assert "retracing" not in log
+    # Both deployment runs are MLflow runs where `serve` was told to log.
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(env["MLFLOW_TRACKING_URI"])
+    experiment = client.get_experiment_by_name("fraud-augmentation")
+    tracked = {
+        r.data.tags.get("fraudaug.run_id"): r
+        for r in client.search_runs([experiment.experiment_id])
+    }
+    for run_dir in runs:
+        found = tracked[run_dir.name]
+        assert found.info.status == "FINISHED"
+        assert found.data.tags["prefect.flow_run_id"]
+        assert (
+            json.loads((run_dir / "metrics.json").read_text())["tracking"]["run_id"]
+            == found.info.run_id
+        )
 
 
 def test_nightly_deployment_has_its_schedule(served):

@@ -117,6 +117,23 @@ def test_score_with_the_champion_and_refuse_a_tampered_one(setting, tmp_path):
         score_transactions(models, frame)
 
 
+def test_score_needs_the_feature_columns(setting, tmp_path, capsys, demo_frame):
+    from pipeline.cli import main
+
+    models = tmp_path / "models"
+    _offer(models, setting, "good", "run-1")
+    bad = tmp_path / "bad.csv"
+    demo_frame.drop(columns=["V3"]).to_csv(bad, index=False)
+    out = tmp_path / "o.csv"
+    assert (
+        main(["score", "--in", str(bad), "--out", str(out), "--models", str(models)])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "missing column(s) V3" in err and "Class optional" in err
+    assert not out.exists() and not list(tmp_path.glob(".o.csv*"))
+
+
 def test_the_lock_serialises_decisions(tmp_path):
     order = []
 
