@@ -36,7 +36,6 @@ PREFECT_ENV = {
     "PREFECT_LOGGING_EXTRA_LOGGERS": "pipeline",
     "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
 }
-TF_LOGS_ENV = "FRAUDAUG_TF_LOGS"  # read by pipeline.backend; --verbose sets it
 
 
 def _cmd_fetch_data(args: argparse.Namespace) -> int:
@@ -278,15 +277,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     logger.info(
         "generating %s rows with %s on %s", f"{args.n:,}", gan_dir, describe_device()
     )
+    frames = iter_transactions(
+        gan_dir, args.n, random_state=args.seed, chunk_rows=args.chunk_rows
+    )
     with (
         TableWriter(out) as writer,
         RowProgress("generating", total=args.n) as progress,
     ):
-        for frame in prefetched(
-            iter_transactions(
-                gan_dir, args.n, random_state=args.seed, chunk_rows=args.chunk_rows
-            )
-        ):
+        for frame in prefetched(frames):
             writer.write(frame)
             progress.advance(len(frame))
     print(f"wrote {writer.rows:,} generated fraud rows from {gan_dir} to {out}")
@@ -424,7 +422,9 @@ def _on_sigterm(signum, frame) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.verbose:
-        os.environ[TF_LOGS_ENV] = "1"
+        from pipeline.backend import VERBOSE_ENV  # (stdlib only: cheap)
+
+        os.environ[VERBOSE_ENV] = "1"
     if args.command in ("run", "serve", "generate", "score"):
         from pipeline.memory import limit_malloc_arenas
 

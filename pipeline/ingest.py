@@ -249,8 +249,7 @@ def validate_frame(
         row = int(np.flatnonzero(negative)[0])
         raise DataValidationError(
             f"{path}: column Amount, {_describe_row(kind, first_row + row)}: "
-            "found "
-            f"{data['Amount'][row]:g}, expected an amount >= 0"
+            f"found {data['Amount'][row]:g}, expected an amount >= 0"
         )
     if not labelled:
         return pd.DataFrame(data)
@@ -310,11 +309,10 @@ def iter_unlabelled(
     """
     path = Path(path)
     kind = check_input_table(path)
-    stream = (
-        _iter_parquet(path, batch_rows)
-        if kind == "parquet"
-        else (_iter_csv(path, batch_bytes))
-    )
+    if kind == "parquet":
+        stream = _iter_parquet(path, batch_rows)
+    else:
+        stream = _iter_csv(path, batch_bytes)
     n_rows = 0
     for frame, fraction in stream:
         yield (

@@ -18,6 +18,7 @@ process-global "active run"): the flow's tasks run in threads.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -121,8 +122,6 @@ def _experiment_id(client, uri: str) -> str:
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """``{"gan": {"steps": 10}}`` -> ``{"gan.steps": "10"}`` (MLflow params are
     strings; lists keep their JSON form)."""
-    import json
-
     flat: dict[str, str] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"

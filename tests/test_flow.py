@@ -1,7 +1,6 @@
 """The whole flow on the real 20k-row sample, under Prefect's test harness."""
 
 import json
-import os
 
 import numpy as np
 import pandas as pd
@@ -208,15 +207,10 @@ def test_gan_timeout_fails_the_run_with_one_clear_error(harness, sample_path, tm
         )
     assert not (tmp_path / "models").exists()
     # Its MLflow run is closed as failed, not left running or marked finished.
-    from mlflow.tracking import MlflowClient
+    from tests.test_tracking import _runs_named
 
     (run_dir,) = [p for p in (tmp_path / "reports").iterdir() if p.name[:2] == "20"]
-    client = MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
-    experiment = client.get_experiment_by_name("fraud-augmentation")
-    (found,) = client.search_runs(
-        [experiment.experiment_id],
-        filter_string=f"tags.`fraudaug.run_id` = '{run_dir.name}'",
-    )
+    (found,) = _runs_named(run_dir.name)
     assert found.info.status == "FAILED"
     assert found.data.tags["fraudaug.state"] == "failed"
 

@@ -44,13 +44,20 @@ def iter_transactions(
     Rows are mapped back with the transformer saved beside the generator, then made
     valid transactions: ``Amount`` >= 0 rounded to cents, ``Time`` within the range
     seen in training, ``Class`` = 1. The same seed gives the same rows whatever
-    ``chunk_rows``.
+    ``chunk_rows``. The GAN is loaded (and a bad argument refused) at the call, not
+    at the first frame.
     """
     if n_samples < 1:
         raise ConfigError(f"-n must be at least 1, got {n_samples}")
     gan_dir = Path(gan_dir)
     gan = load_gan(gan_dir)
     transformer = TabularTransformer.from_dict(load_json(gan_dir / TRANSFORMER_FILE))
+    return _frames(gan, transformer, n_samples, random_state, chunk_rows)
+
+
+def _frames(
+    gan, transformer, n_samples: int, random_state: int, chunk_rows: int
+) -> Iterator[pd.DataFrame]:
     for rows in gan.iter_sample(
         n_samples, random_state=random_state, chunk_rows=chunk_rows
     ):
