@@ -221,7 +221,8 @@ def bench_commands(
     )
     from pipeline.evaluate import choose_threshold
     from pipeline.gan.trainer import save_gan, train_cwgan_gp
-    from pipeline.registry import decide_and_record
+    from pipeline.registry import record_challenger
+    from pipeline.tracking import finish_tracking, start_tracking
 
     X, y = data["train"]["X"], data["train"]["y"]
     run = work / "run"
@@ -263,8 +264,10 @@ def bench_commands(
     xgb.save_model(work / "detector.ubj")
     scores = xgb.predict_proba(data["test"]["X"])[:, 1]
     validation = xgb.predict_proba(data["validation"]["X"])[:, 1]
-    decide_and_record(
-        work / "models",
+    store = f"sqlite:///{work / 'mlflow.db'}"
+    tracking = start_tracking(store, run_name="bench", config={}, tags={})
+    record_challenger(
+        tracking,
         run_id="bench",
         method="none",
         detector_path=work / "detector.ubj",
@@ -280,6 +283,7 @@ def bench_commands(
         n_resamples=0,
         random_state=0,
     )
+    finish_tracking(tracking)
     # The full file repeated (header once) to >= 10M rows.
     n_target = 1_000_000 if quick else 10_000_000
     big = work / "transactions.csv"
@@ -297,7 +301,7 @@ def bench_commands(
     n_rows = copies * per_copy
     wall, peak, rc, err = _command(
         ["score", "--in", str(big), "--out", str(work / "scores.parquet"),
-         "--models", str(work / "models")]
+         "--tracking-uri", store]
     )  # fmt: skip
     if rc:
         raise RuntimeError(f"score failed: {err[-1000:]}")

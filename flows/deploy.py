@@ -24,10 +24,11 @@ def build_deployments(
     """The two ``RunnerDeployment`` objects (not yet served).
 
     ``parameters`` are the defaults both deployments start from (``data_path``,
-    ``profile``, ``seed``, ``reports_dir``, ``models_dir``); a run can override
-    any of them (``prefect deployment run ... -p profile=smoke``). Each deployment
-    runs one flow at a time (concurrency limit 1); the run folder lock and the
-    registry lock also protect a second deployment running at the same time.
+    ``profile``, ``seed``, ``reports_dir``); a run can override any of them
+    (``prefect deployment run ... -p profile=smoke``). Each deployment runs one flow
+    at a time (concurrency limit 1); the run folder lock and the MLflow store's lock
+    around registry decisions also protect a second deployment running at the same
+    time.
     """
     from prefect.schedules import Cron
 

@@ -250,7 +250,6 @@ def fraud_augmentation(
     profile: Literal["smoke", "default", "full"] = "default",
     seed: int = 0,
     reports_dir: str = "reports",
-    models_dir: str = "models",
     overrides: dict[str, Any] | None = None,
     tracking_uri: str | None = None,
 ) -> dict:
@@ -258,7 +257,8 @@ def fraud_augmentation(
 
     ``data_path``: the transactions file (the Kaggle ``creditcard.csv`` is fetched
     when it is missing, with retries). ``reports_dir``: where run folders, the index
-    and ``latest`` go. ``models_dir``: the champion/challenger registry.
+    and ``latest`` go. The champion/challenger registry is MLflow's, in the same
+    store as the runs (``fraudaug-detector``; see ``pipeline.registry``).
     ``overrides`` changes config sections of the profile, e.g.
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     ``tracking_uri``: the MLflow tracking store (default: ``$MLFLOW_TRACKING_URI``,
@@ -276,7 +276,6 @@ def fraud_augmentation(
     runs.check_output_paths(
         os.environ.get(runs.OUTPUT_ROOT_ENV),
         reports_dir=reports_dir,
-        models_dir=models_dir,
         cache_dir=config.data.cache_dir,
     )
     tracking_uri = tracking.resolve_tracking_uri(tracking_uri)
@@ -412,13 +411,14 @@ def fraud_augmentation(
             fidelity=[f.result() for f in fidelity_futures],
             started_at=started_at,
             started_monotonic=started_monotonic,
-            models_dir=models_dir,
             cached_stages=cached,
             tracking=mlflow_run,
         )
         publish(str(run_dir), written["report"])
         status = "FINISHED"
-    except (KeyboardInterrupt, SystemExit):
+    except Exception:
+        raise  # FAILED
+    except BaseException:  # Ctrl-C, SIGTERM, Prefect's cancellation
         status = "KILLED"
         raise
     finally:

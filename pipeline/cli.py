@@ -114,7 +114,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise DataValidationError(f"{data}: no such file{hint}")
     check_input_table(data)
     check_writable(args.reports, "reports")
-    check_writable(args.models, "models")
     from pipeline.config import load_config, parse_overrides
 
     overrides = parse_overrides(args.set)
@@ -140,7 +139,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             write=[
                 config.data.cache_dir,
                 str(nearest_existing(args.reports)),
-                str(nearest_existing(args.models)),
             ],
         )
     for key, value in PREFECT_ENV.items():
@@ -153,7 +151,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         profile=args.profile,
         seed=args.seed,
         reports_dir=args.reports,
-        models_dir=args.models,
         overrides=overrides,
         tracking_uri=tracking_uri,
     )
@@ -188,7 +185,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
         raise DataValidationError(f"{data}: no such file")
     check_writable(args.reports, "reports")
-    check_writable(args.models, "models")
     from pipeline.config import load_config
 
     load_config(args.profile)  # a bad profile fails here
@@ -211,7 +207,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "data_path": args.data,
             "profile": args.profile,
             "reports_dir": args.reports,
-            "models_dir": args.models,
         },
         task_runner=args.task_runner,
         dask_address=args.dask_address,
@@ -224,17 +219,26 @@ def _cmd_score(args: argparse.Namespace) -> int:
     out = check_output_table(args.out)
     if out.absolute() == Path(args.input).absolute():
         raise ConfigError(f"{out}: --out must not be the input file")
-    models = Path(args.models)
-    if not (models / "champion.json").is_file():  # see pipeline.registry
+    from pipeline.registry import CHAMPION, parse_model_uri
+    from pipeline.tracking import check_tracking_uri, resolve_tracking_uri, sqlite_path
+
+    _, alias, _ = parse_model_uri(args.model_uri)
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    database = sqlite_path(tracking_uri)
+    if database is not None and not database.is_file():  # never create an empty one
+        what = "no champion model yet" if alias == CHAMPION else "no such model"
         raise PipelineError(
-            f"{models}: no champion model yet; run the pipeline first (fraudaug run)"
+            f"{args.model_uri}: {what}: {database} does not exist; run the pipeline "
+            "first (fraudaug run) or point --tracking-uri / MLFLOW_TRACKING_URI at "
+            "the store that has it"
         )
     from pipeline.artifacts import TableWriter
     from pipeline.ingest import iter_unlabelled
     from pipeline.registry import ChampionScorer
     from pipeline.streaming import RowProgress, prefetched
 
-    scorer = ChampionScorer(models)
+    scorer = ChampionScorer(args.model_uri, tracking_uri)
     champion = scorer.champion
     flagged = 0
     with (
@@ -247,8 +251,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
             flagged += int(scores["flagged"].sum())
             progress.advance(len(frame), fraction)
     print(
-        f"scored {writer.rows:,} rows with champion {champion['version']} "
-        f"({champion['method']}, threshold {champion['threshold']:.4f}): "
+        f"scored {writer.rows:,} rows with {champion['model_uri']} "
+        f"({', '.join(champion['aliases']) or 'no alias'}; {champion['method']} from "
+        f"run {champion['run_id']}, threshold {champion['threshold']:.4f}): "
         f"{flagged:,} flagged; wrote {out}"
     )
     return 0
@@ -294,9 +299,11 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _tracking_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tracking-uri",
-        help="MLflow tracking store (default: $MLFLOW_TRACKING_URI, else "
-        "sqlite:///mlflow.db in the working folder)",
+        help="MLflow tracking store and model registry (default: "
+        "$MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working folder)",
     )
+    # The registry was a models/ folder before it moved to MLflow: say so.
+    p.add_argument("--models", help=argparse.SUPPRESS)
 
 
 def _runner_args(p: argparse.ArgumentParser) -> None:
@@ -365,9 +372,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="temporal: train on the earliest rows, test on the latest (one split)",
     )
     p.add_argument(
-        "--models", default="models", help="model registry (default: models/)"
-    )
-    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -386,7 +390,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")
     p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
     p.add_argument("--reports", default="reports", help="default: reports/")
-    p.add_argument("--models", default="models", help="default: models/")
     _runner_args(p)
     _tracking_arg(p)
     p.set_defaults(func=_cmd_serve)
@@ -394,7 +397,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score transactions with the champion model")
     p.add_argument("--in", dest="input", required=True, help=".csv(.gz) or .parquet")
     p.add_argument("--out", required=True, help=".csv or .parquet")
-    p.add_argument("--models", default="models", help="default: models/")
+    p.add_argument(
+        "--model-uri",
+        default="models:/fraudaug-detector@champion",
+        help="a registered version: models:/NAME@ALIAS or models:/NAME/VERSION "
+        "(default: models:/fraudaug-detector@champion)",
+    )
+    _tracking_arg(p)
     p.set_defaults(func=_cmd_score)
     return parser
 
@@ -412,7 +421,8 @@ class _StderrHandler(logging.StreamHandler):
 
 
 class _Terminated(BaseException):
-    """SIGTERM during ``generate`` or ``score``: unwind so nothing is left behind."""
+    """SIGTERM during ``run``, ``generate`` or ``score``: unwind, so nothing is left
+    half-written and a run's MLflow run is closed as KILLED."""
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -421,6 +431,14 @@ def _on_sigterm(signum, frame) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "models", None) is not None:
+        print(
+            "fraudaug: error: --models: the model registry is MLflow's now "
+            "(model fraudaug-detector, in the tracking store); use --tracking-uri"
+            + (" and --model-uri" if args.command == "score" else ""),
+            file=sys.stderr,
+        )
+        return 2
     if args.verbose:
         from pipeline.backend import VERBOSE_ENV  # (stdlib only: cheap)
 
@@ -437,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             package_logger.addHandler(handler)
         package_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     previous = None
-    if args.command in ("generate", "score"):
+    if args.command in ("run", "generate", "score"):
         with contextlib.suppress(ValueError):  # not the main thread: leave it
             previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -449,12 +467,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"fraudaug: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("fraudaug: interrupted; nothing was written", file=sys.stderr)
-        return 130
-    except _Terminated:
-        print("fraudaug: terminated; nothing was written", file=sys.stderr)
-        return 143
+    except (KeyboardInterrupt, _Terminated) as exc:
+        how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "terminated"
+        after = (
+            "the run stopped (its MLflow run is marked KILLED; the same command "
+            "resumes it)"
+            if args.command == "run"
+            else "nothing was written"
+        )
+        print(f"fraudaug: {how}; {after}", file=sys.stderr)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 143
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -1,101 +1,231 @@
-"""The model registry: the champion detector, its history, and scoring with it.
+"""The model registry on MLflow: champion and challenger, and scoring with them.
 
-Layout of ``models/``::
+Every run offers its best detector (highest mean test AUPRC over splits; its split-0
+model) as a version of the registered model ``fraudaug-detector``:
 
-    champion.json            which version is champion (written atomically)
-    history.json             every decision, newest last
-    versions/<version>/      one promoted detector, never changed once written:
-        detector.ubj         XGBoost (UBJSON)
-        transformer.json     the split's TabularTransformer
-        fit_rows.json        rows of the input the detector was fitted or tuned on
-        model.json           method, threshold, metrics it won with, data sha256,
-                             file hashes
-    .lock                    held while a decision is made and written
+* logged into the run's MLflow artifacts (``detector/``) with MLflow's xgboost
+  flavor in UBJSON (no pickle), with ``extra_files/transformer.json`` (the split's
+  :class:`~pipeline.preprocess.TabularTransformer`), ``fit_rows.json`` (the input
+  rows it was fitted, early-stopped or thresholded on) and ``detector.json``
+  (method, threshold, test metrics, data sha256, run id);
+* registered with the decision, its numbers and the sha256 of every file as the
+  version's tags (``fraudaug.sha256/<file>``); a version is created only once its
+  files are complete, and aliases are set only after that;
+* alias ``challenger`` always names the newest candidate; ``champion`` moves to it
+  only if it beats the champion on the same held-out rows (rows neither was
+  fitted, early-stopped or thresholded on) by ``registry.margin`` AUPRC with the
+  paired stratified bootstrap interval's lower bound above 0 (:func:`decide`).
 
-A run's best method (mean test AUPRC over splits) is the challenger: its split-0
-detector. It replaces the champion only if it beats it on the same held-out rows
-(rows neither of them was fitted, early-stopped or thresholded on) by
-``registry.margin`` AUPRC, with the paired bootstrap interval's lower bound above 0.
+Loading (:func:`fetch_version`, :class:`ChampionScorer`) downloads a version's
+files, checks every sha256 against the registry's tags and reads ``model.ubj``
+with XGBoost itself: MLflow's pyfunc/xgboost loaders, pickle and cloudpickle are
+never called.
+
+Decisions are serialised by :func:`pipeline.tracking.store_lock`; across machines
+sharing one server (MLflow has no compare-and-set on aliases) the champion is read
+again right before the version is created and the decision is retaken if another
+run moved it meanwhile.
+
+This module imports only the standard library at import time (the command line
+parses model URIs before loading anything heavy).
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+import logging
+import re
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-from sklearn.metrics import average_precision_score
+from pipeline.errors import ArtifactError, ConfigError, PipelineError
 
-from pipeline.artifacts import atomic_dir, file_lock, file_sha256, load_json, save_json
-from pipeline.errors import ArtifactError, PipelineError
-from pipeline.evaluate import bootstrap_auprc
-from pipeline.preprocess import TabularTransformer
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
-CHAMPION = "champion.json"
-HISTORY = "history.json"
-VERSIONS = "versions"
-_FILES = ("detector.ubj", "transformer.json", "fit_rows.json")
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "fraudaug-detector"
+CHAMPION = "champion"
+CHALLENGER = "challenger"
+DEFAULT_MODEL_URI = f"models:/{MODEL_NAME}@{CHAMPION}"
+ARTIFACT_PATH = "detector"  # in the run's artifacts
+SHA_TAG = "fraudaug.sha256/"
+EXTRA = "extra_files"
+_URI = re.compile(
+    r"^models:/(?P<name>[\w.\-]+)(?:@(?P<alias>[\w\-]+)|/(?P<version>\d+))$"
+)
+_RETRIES = 5
 
 
-@contextmanager
-def registry_lock(models_dir: str | Path) -> Iterator[Path]:
-    """An exclusive lock on ``models_dir`` (blocks until free); two runs can never
-    interleave their decisions or writes."""
-    models_dir = Path(models_dir)
+def parse_model_uri(uri: str) -> tuple[str, str | None, str | None]:
+    """``models:/NAME@ALIAS`` -> ``(NAME, ALIAS, None)``; ``models:/NAME/VERSION``
+    -> ``(NAME, None, VERSION)``."""
+    match = _URI.match(uri)
+    if match is None:
+        raise ConfigError(
+            f"--model-uri {uri!r}: expected models:/NAME@ALIAS or models:/NAME/VERSION "
+            f"(e.g. {DEFAULT_MODEL_URI})"
+        )
+    return match["name"], match["alias"], match["version"]
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder``, by POSIX path relative to it."""
+    from pipeline.artifacts import file_sha256
+
+    return {
+        p.relative_to(folder).as_posix(): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+# ------------------------------------------------------------------ writing a version
+def save_candidate(
+    dest: Path,
+    *,
+    detector_path: str | Path,
+    transformer_path: str | Path,
+    fit_rows: np.ndarray,
+    meta: dict[str, Any],
+) -> dict[str, str]:
+    """The MLflow model folder of a candidate at ``dest`` (xgboost flavor, UBJSON,
+    with the transformer, its fit rows and ``detector.json`` as extra files);
+    returns the sha256 of every file in it."""
+    import mlflow.xgboost
+    import numpy as np
+    import xgboost
+    from xgboost import XGBClassifier
+
+    from pipeline.artifacts import save_json
+
+    model = XGBClassifier()
+    model.load_model(detector_path)
+    with tempfile.TemporaryDirectory(prefix="fraudaug-extra-") as extra:
+        extra = Path(extra)
+        (extra / "transformer.json").write_bytes(Path(transformer_path).read_bytes())
+        save_json(
+            extra / "fit_rows.json", {"rows": [int(r) for r in np.sort(fit_rows)]}
+        )
+        save_json(extra / "detector.json", meta)
+        mlflow.xgboost.save_model(
+            model,
+            str(dest),
+            model_format="ubj",
+            extra_files=[
+                str(extra / n)
+                for n in ("transformer.json", "fit_rows.json", "detector.json")
+            ],
+            pip_requirements=[f"xgboost=={xgboost.__version__}"],
+        )
+    return _files(dest)
+
+
+# ------------------------------------------------------------------ reading a version
+def _version(client, name: str, alias: str | None = None, version: str | None = None):
+    """The model version, or ``None`` when the model, alias or version does not
+    exist."""
+    from mlflow.exceptions import MlflowException
+
     try:
-        with file_lock(models_dir / ".lock"):
-            yield models_dir
-    except OSError as exc:
-        raise PipelineError(
-            f"{models_dir}: cannot write the model registry ({exc.strerror})"
-        ) from exc
+        if alias is not None:
+            return client.get_model_version_by_alias(name, alias)
+        return client.get_model_version(name, version)
+    except MlflowException as exc:
+        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            return None
+        raise
 
 
-def load_champion(models_dir: str | Path) -> dict[str, Any] | None:
-    """The champion's ``model.json`` (plus its folder as ``path``), files verified;
-    ``None`` when there is no champion yet.
+def fetch_version(
+    tracking_uri: str,
+    name: str = MODEL_NAME,
+    *,
+    alias: str | None = CHAMPION,
+    version: str | None = None,
+    dst: str | Path,
+) -> dict[str, Any] | None:
+    """Download a registered version into ``dst`` and verify it: every file the
+    registry recorded is there with its sha256, and no other. Returns its
+    ``detector.json`` plus ``version``, ``aliases``, ``model_uri`` and ``path``;
+    ``None`` when there is no such version (e.g. no champion yet).
 
     Raises
     ------
     ArtifactError
-        A champion file is missing or its sha256 differs from ``model.json``.
+        A file is missing, changed or unexpected, or the version was not
+        registered by fraudaug (no sha256 tags).
     """
-    models_dir = Path(models_dir)
-    pointer = models_dir / CHAMPION
-    if not pointer.is_file():
+    import mlflow.artifacts
+
+    from pipeline.artifacts import load_json
+    from pipeline.tracking import mlflow_client
+
+    found = _version(mlflow_client(tracking_uri), name, alias, version)
+    if found is None:
         return None
-    version_dir = models_dir / VERSIONS / load_json(pointer)["version"]
-    meta = load_json(version_dir / "model.json")
-    for name, expected in meta["sha256"].items():
-        path = version_dir / name
-        if not path.is_file():
-            raise ArtifactError(f"{path}: champion file is missing")
-        if file_sha256(path) != expected:
+    label = f"models:/{name}/{found.version}"
+    expected = {
+        k.removeprefix(SHA_TAG): v
+        for k, v in found.tags.items()
+        if k.startswith(SHA_TAG)
+    }
+    if not expected:
+        raise ArtifactError(
+            f"{label}: has no fraudaug.sha256 tags (not registered by fraudaug); "
+            "refusing to load it"
+        )
+    local = Path(
+        mlflow.artifacts.download_artifacts(
+            artifact_uri=found.source, dst_path=str(dst), tracking_uri=tracking_uri
+        )
+    )
+    actual = _files(local)
+    for rel, sha in expected.items():
+        if rel not in actual:
+            raise ArtifactError(f"{label}: file {rel} is missing from {found.source}")
+        if actual[rel] != sha:
             raise ArtifactError(
-                f"{path}: sha256 differs from the registry's record; "
+                f"{label}: {rel} differs from its sha256 in the registry; "
                 "refusing to load it"
             )
-    return {**meta, "path": str(version_dir)}
+    unexpected = sorted(set(actual) - set(expected))
+    if unexpected:
+        raise ArtifactError(
+            f"{label}: unexpected file(s) {', '.join(unexpected)} in {found.source}; "
+            "refusing to load it"
+        )
+    meta = load_json(local / EXTRA / "detector.json")
+    return {
+        **meta,
+        "version": str(found.version),
+        "aliases": list(found.aliases),
+        "model_uri": label,
+        "path": str(local),
+    }
 
 
-def load_detector(version_dir: str | Path):
-    """The XGBoost classifier and transformer of a registry version."""
+def load_detector(path: str | Path):
+    """The XGBoost classifier (read from UBJSON by XGBoost) and the transformer of a
+    fetched version."""
     from xgboost import XGBClassifier
 
-    version_dir = Path(version_dir)
+    from pipeline.artifacts import load_json
+    from pipeline.preprocess import TabularTransformer
+
+    path = Path(path)
     model = XGBClassifier()
-    model.load_model(version_dir / "detector.ubj")
+    model.load_model(path / "model.ubj")
     transformer = TabularTransformer.from_dict(
-        load_json(version_dir / "transformer.json")
+        load_json(path / EXTRA / "transformer.json")
     )
     return model, transformer
 
 
+# ------------------------------------------------------------------ the decision rule
 def paired_bootstrap(
     y: np.ndarray,
     challenger: np.ndarray,
@@ -106,6 +236,11 @@ def paired_bootstrap(
 ) -> dict[str, Any]:
     """AUPRC of both on the same rows, and a stratified paired bootstrap 95 %
     interval of the difference (challenger - champion)."""
+    import numpy as np
+    from sklearn.metrics import average_precision_score
+
+    from pipeline.evaluate import bootstrap_auprc
+
     values = bootstrap_auprc(
         y, [challenger, champion], n_resamples=n_resamples, random_state=random_state
     )
@@ -127,33 +262,116 @@ def paired_bootstrap(
     }
 
 
-def _write_version(
-    models_dir: Path,
-    version: str,
+def decide(
+    champion: dict[str, Any] | None,
     *,
-    detector_path: Path,
-    transformer_path: Path,
-    fit_rows: np.ndarray,
-    meta: dict[str, Any],
-) -> Path:
-    """Write a version folder completely in a temporary folder, then rename it;
-    a rerun of the same run keeps the first, complete copy."""
-    final = models_dir / VERSIONS / version
-    with atomic_dir(final, replace=False) as tmp:
-        shutil.copyfile(detector_path, tmp / "detector.ubj")
-        shutil.copyfile(transformer_path, tmp / "transformer.json")
-        save_json(tmp / "fit_rows.json", {"rows": [int(r) for r in np.sort(fit_rows)]})
-        meta = {
-            **meta,
-            "version": version,
-            "sha256": {n: file_sha256(tmp / n) for n in _FILES},
-        }
-        save_json(tmp / "model.json", meta)
-    return final
+    method: str,
+    data_sha256: str,
+    frame: pd.DataFrame,
+    test_rows: np.ndarray,
+    test_scores: np.ndarray,
+    margin: float,
+    n_resamples: int,
+    random_state: int,
+) -> dict[str, Any]:
+    """Should the challenger replace ``champion`` (a :func:`fetch_version` result,
+    or ``None``)? ``frame`` is the run's input (Kaggle columns), ``test_rows`` the
+    challenger's held-out rows and ``test_scores`` its scores on them."""
+    import numpy as np
+
+    from pipeline.artifacts import load_json
+    from pipeline.evaluate import compute_metrics
+
+    decision: dict[str, Any] = {"margin": margin}
+    if champion is None:
+        decision.update(
+            promoted=True, reason="no champion yet: the challenger becomes champion"
+        )
+        return decision
+    decision["champion"] = {
+        k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
+    }
+    rows, scores = np.asarray(test_rows), np.asarray(test_scores)
+    if champion["data_sha256"] == data_sha256:
+        # Only rows the champion never fitted, early-stopped or thresholded on.
+        seen = load_json(Path(champion["path"]) / EXTRA / "fit_rows.json")["rows"]
+        keep = ~np.isin(rows, seen)
+        rows, scores = rows[keep], scores[keep]
+        decision["held_out"] = (
+            "test rows of the challenger's split the champion never saw"
+        )
+    else:
+        decision["held_out"] = (
+            "the challenger's test rows (new data: the champion was trained on "
+            "another file)"
+        )
+    y = frame["Class"].to_numpy()[rows]
+    if len(rows) == 0 or y.sum() < 5 or y.sum() == len(y):
+        decision.update(
+            promoted=False,
+            reason=f"only {len(rows)} shared held-out rows with {int(y.sum())} "
+            "frauds: too few to compare; the champion stays",
+        )
+        return decision
+    model, transformer = load_detector(champion["path"])
+    champion_scores = model.predict_proba(transformer.transform(frame.iloc[rows]))[:, 1]
+    comparison = paired_bootstrap(
+        y, scores, champion_scores, n_resamples=n_resamples, random_state=random_state
+    )
+    comparison["champion_at_its_threshold"] = compute_metrics(
+        y, champion_scores, threshold=champion["threshold"]
+    )
+    decision["comparison"] = comparison
+    ci = comparison["ci95"]
+    wins = comparison["diff"] >= margin and ci is not None and ci[0] > 0
+    decision["promoted"] = bool(wins)
+    verdict = (
+        f"challenger {method} {comparison['challenger_auprc']:.4f} vs champion "
+        f"{champion['method']} (version {champion['version']}) "
+        f"{comparison['champion_auprc']:.4f} AUPRC on {comparison['n_rows']:,} shared "
+        f"held-out rows ({comparison['n_frauds']} frauds): {comparison['diff']:+.4f}"
+    )
+    if ci is not None:
+        verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
+    decision["reason"] = verdict + (
+        f"; beats the champion by >= {margin} with the interval above 0: promoted"
+        if wins
+        else f"; not a clear win (margin {margin}, the interval must exclude 0): "
+        "the champion stays"
+    )
+    return decision
 
 
-def decide_and_record(
-    models_dir: str | Path,
+def _version_tags(
+    decision: dict[str, Any], meta: dict[str, Any], files: dict[str, str]
+) -> dict[str, str]:
+    tags = {
+        "fraudaug.run_id": meta["run_id"],
+        "fraudaug.method": meta["method"],
+        "fraudaug.threshold": repr(meta["threshold"]),
+        "fraudaug.data_sha256": meta["data_sha256"],
+        "fraudaug.decision": "promoted" if decision["promoted"] else "kept",
+        "fraudaug.reason": decision["reason"][:5000],
+        "fraudaug.margin": repr(decision["margin"]),
+        "fraudaug.compared_with": (decision.get("champion") or {}).get(
+            "version", "none"
+        ),
+        **{f"fraudaug.test.{k}": repr(v) for k, v in meta["metrics"].items()},
+    }
+    comparison = decision.get("comparison") or {}
+    for key in ("challenger_auprc", "champion_auprc", "diff", "n_rows", "n_frauds"):
+        if key in comparison:
+            tags[f"fraudaug.{key}"] = repr(comparison[key])
+    if comparison.get("ci95"):
+        tags["fraudaug.ci95_low"], tags["fraudaug.ci95_high"] = (
+            repr(v) for v in comparison["ci95"]
+        )
+    tags.update({SHA_TAG + rel: sha for rel, sha in files.items()})
+    return tags
+
+
+def record_challenger(
+    tracking: dict[str, str],
     *,
     run_id: str,
     method: str,
@@ -170,140 +388,132 @@ def decide_and_record(
     n_resamples: int,
     random_state: int,
 ) -> dict[str, Any]:
-    """Compare the challenger with the champion on shared held-out rows; promote it
-    or keep the champion; append the decision to the history. Holds the registry
-    lock throughout.
+    """Log the challenger into its MLflow run (``tracking``, from
+    :func:`pipeline.tracking.start_tracking`), decide against the champion on
+    shared held-out rows, register it as a new version of ``fraudaug-detector``
+    with the decision as tags, point ``challenger`` at it, and ``champion`` too if
+    it won. Returns the decision (also the version and its URI)."""
+    from mlflow.exceptions import MlflowException
 
-    ``frame`` is the run's input (Kaggle columns); ``test_rows`` the challenger's
-    held-out rows and ``test_scores`` its scores on them.
-    """
-    from pipeline.evaluate import compute_metrics
+    from pipeline.tracking import mlflow_client, store_lock
 
-    models_dir = Path(models_dir)
-    with registry_lock(models_dir):
-        champion = load_champion(models_dir)
-        decision: dict[str, Any] = {
-            "run_id": run_id,
-            "decided_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "challenger": {"method": method, "run_id": run_id, "metrics": metrics},
-            "margin": margin,
-        }
-        if champion is None:
-            decision.update(
-                promoted=True, reason="no champion yet: the challenger becomes champion"
+    uri = tracking["uri"]
+    client = mlflow_client(uri)
+    meta = {
+        "method": method,
+        "run_id": run_id,
+        "mlflow_run_id": tracking["run_id"],
+        "threshold": float(threshold),
+        "metrics": metrics,
+        "data_sha256": data_sha256,
+    }
+    with (
+        store_lock(uri),
+        tempfile.TemporaryDirectory(prefix="fraudaug-registry-") as tmp,
+    ):
+        tmp = Path(tmp)
+        files = save_candidate(
+            tmp / ARTIFACT_PATH,
+            detector_path=detector_path,
+            transformer_path=transformer_path,
+            fit_rows=fit_rows,
+            meta=meta,
+        )
+        # Complete files first; the version (with every tag) after; aliases last.
+        client.log_artifacts(
+            tracking["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
+        )
+        source = (
+            f"{client.get_run(tracking['run_id']).info.artifact_uri}/{ARTIFACT_PATH}"
+        )
+        for attempt in range(_RETRIES):
+            champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
+            decision = decide(
+                champion,
+                method=method,
+                data_sha256=data_sha256,
+                frame=frame,
+                test_rows=test_rows,
+                test_scores=test_scores,
+                margin=margin,
+                n_resamples=n_resamples,
+                random_state=random_state,
             )
-        else:
-            decision["champion"] = {
-                k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
-            }
-            rows = np.asarray(test_rows)
-            scores = np.asarray(test_scores)
-            if champion["data_sha256"] == data_sha256:
-                # Only rows the champion never fitted, early-stopped or thresholded on.
-                seen = load_json(Path(champion["path"]) / "fit_rows.json")["rows"]
-                keep = ~np.isin(rows, seen)
-                rows, scores = rows[keep], scores[keep]
-                decision["held_out"] = (
-                    "test rows of the challenger's split the champion never saw"
-                )
-            else:
-                decision["held_out"] = (
-                    "the challenger's test rows (new data: the champion was trained on "
-                    "another file)"
-                )
-            y = frame["Class"].to_numpy()[rows]
-            if len(rows) == 0 or y.sum() < 5 or y.sum() == len(y):
-                decision.update(
-                    promoted=False,
-                    reason=f"only {len(rows)} shared held-out rows with {int(y.sum())} "
-                    "frauds: too few to compare; the champion stays",
-                )
-            else:
-                model, transformer = load_detector(champion["path"])
-                champion_scores = model.predict_proba(
-                    transformer.transform(frame.iloc[rows])
-                )[:, 1]
-                comparison = paired_bootstrap(
-                    y,
-                    scores,
-                    champion_scores,
-                    n_resamples=n_resamples,
-                    random_state=random_state,
-                )
-                comparison["champion_at_its_threshold"] = compute_metrics(
-                    y, champion_scores, threshold=champion["threshold"]
-                )
-                decision["comparison"] = comparison
-                ci = comparison["ci95"]
-                wins = comparison["diff"] >= margin and ci is not None and ci[0] > 0
-                decision["promoted"] = bool(wins)
-                verdict = (
-                    f"challenger {method} {comparison['challenger_auprc']:.4f} "
-                    "vs champion "
-                    f"{champion['method']} {comparison['champion_auprc']:.4f} AUPRC on "
-                    f"{comparison['n_rows']:,} shared held-out rows "
-                    f"({comparison['n_frauds']} frauds): {comparison['diff']:+.4f}"
-                )
-                if ci is not None:
-                    verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
-                decision["reason"] = verdict + (
-                    f"; beats the champion by >= {margin} with the interval above 0: "
-                    "promoted"
-                    if wins
-                    else f"; not a clear win (margin {margin}, the interval must "
-                    "exclude 0): the champion stays"
-                )
+            # Another machine's run may have moved the champion meanwhile.
+            now = _version(client, MODEL_NAME, alias=CHAMPION)
+            if (now and str(now.version)) == (champion and champion["version"]):
+                break
+            logger.info("the champion changed while deciding; deciding again")
+        try:
+            client.create_registered_model(
+                MODEL_NAME,
+                description="fraudaug's fraud detector: alias champion scores, "
+                "challenger is the newest candidate",
+            )
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        version = client.create_model_version(
+            MODEL_NAME,
+            source,
+            run_id=tracking["run_id"],
+            tags=_version_tags(decision, meta, files),
+            description=decision["reason"],
+        )
+        client.set_registered_model_alias(MODEL_NAME, CHALLENGER, version.version)
         if decision["promoted"]:
-            version = f"{run_id}-{method}"
-            _write_version(
-                models_dir,
-                version,
-                detector_path=Path(detector_path),
-                transformer_path=Path(transformer_path),
-                fit_rows=fit_rows,
-                meta={
-                    "method": method,
-                    "run_id": run_id,
-                    "threshold": float(threshold),
-                    "metrics": metrics,
-                    "data_sha256": data_sha256,
-                    "promoted_at": decision["decided_at"],
-                },
-            )
-            save_json(models_dir / CHAMPION, {"version": version})
-            decision["version"] = version
-        history_path = models_dir / HISTORY
-        history = load_json(history_path) if history_path.is_file() else []
-        history.append(decision)
-        save_json(history_path, history)
-    return decision
+            client.set_registered_model_alias(MODEL_NAME, CHAMPION, version.version)
+    return {
+        **decision,
+        "run_id": run_id,
+        "decided_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "challenger": {"method": method, "run_id": run_id, "metrics": metrics},
+        "model": MODEL_NAME,
+        "version": str(version.version),
+        "model_uri": f"models:/{MODEL_NAME}/{version.version}",
+        "aliases": [CHALLENGER, CHAMPION] if decision["promoted"] else [CHALLENGER],
+    }
 
 
+# ------------------------------------------------------------------ scoring
 class ChampionScorer:
-    """The champion detector, loaded and checked once, scoring batch after batch.
+    """A registered detector (default: the champion), fetched, checked and loaded
+    once, scoring batch after batch.
 
     Raises
     ------
     PipelineError
-        There is no champion yet.
+        There is no such version (e.g. no champion yet).
     ArtifactError
-        A champion file is missing or changed since it was recorded.
+        A file is missing, changed or unexpected.
     """
 
-    def __init__(self, models_dir: str | Path):
-        champion = load_champion(models_dir)
-        if champion is None:
-            raise PipelineError(
-                f"{models_dir}: no champion model yet; run the pipeline first "
-                "(fraudaug run)"
-            )
-        self.champion = champion
-        self.threshold = float(champion["threshold"])
-        self.model, self.transformer = load_detector(champion["path"])
+    def __init__(
+        self, model_uri: str = DEFAULT_MODEL_URI, tracking_uri: str | None = None
+    ):
+        from pipeline.tracking import resolve_tracking_uri
+
+        uri = resolve_tracking_uri(tracking_uri)
+        name, alias, version = parse_model_uri(model_uri)
+        with tempfile.TemporaryDirectory(prefix="fraudaug-model-") as tmp:
+            found = fetch_version(uri, name, alias=alias, version=version, dst=tmp)
+            if found is None:
+                what = "no champion model yet" if alias == CHAMPION else "no such model"
+                raise PipelineError(
+                    f"{model_uri}: {what} in {uri}; run the pipeline first "
+                    "(fraudaug run) or point --tracking-uri / MLFLOW_TRACKING_URI at "
+                    "the store that has it"
+                )
+            self.model, self.transformer = load_detector(found["path"])
+        self.champion = found
+        self.threshold = float(found["threshold"])
 
     def score(self, frame: pd.DataFrame, first_row: int = 0) -> pd.DataFrame:
         """``row`` (``first_row`` + position), ``fraud_probability`` and
-        ``flagged`` (at the champion's threshold) for each row of ``frame``."""
+        ``flagged`` (at the detector's threshold) for each row of ``frame``."""
+        import numpy as np
+        import pandas as pd
+
         probability = self.model.predict_proba(self.transformer.transform(frame))[:, 1]
         return pd.DataFrame(
             {
@@ -315,8 +525,10 @@ class ChampionScorer:
 
 
 def score_transactions(
-    models_dir: str | Path, frame: pd.DataFrame
+    frame: pd.DataFrame,
+    model_uri: str = DEFAULT_MODEL_URI,
+    tracking_uri: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Fraud probability and flag (at the champion's threshold) for each row."""
-    scorer = ChampionScorer(models_dir)
+    """Fraud probability and flag (at the detector's threshold) for each row."""
+    scorer = ChampionScorer(model_uri, tracking_uri)
     return scorer.score(frame), scorer.champion

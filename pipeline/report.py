@@ -556,6 +556,9 @@ def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) ->
     if registry:
         state = "promoted" if registry["promoted"] else "unchanged"
         lines += ["", f"**Champion {state}.** {registry['reason']}."]
+        if registry.get("model_uri"):
+            aliases = ", ".join(registry.get("aliases") or [])
+            lines.append(f"Registered as `{registry['model_uri']}` ({aliases}).")
     if metrics.get("cached_stages"):
         lines += ["", "Cached stages: " + ", ".join(metrics["cached_stages"]) + "."]
     data = metrics["data"]

@@ -550,7 +550,7 @@ def stage_registry(
     *,
     run_id: str,
     run_dir: Path,
-    models_dir: str | Path,
+    tracking: dict[str, str],
     metrics: dict[str, Any],
     predictions: pd.DataFrame,
     frame_path: str | Path,
@@ -558,7 +558,7 @@ def stage_registry(
 ) -> dict[str, Any]:
     """Offer the run's best detector (highest mean test AUPRC; its split-0 model) to
     the registry as challenger; see :mod:`pipeline.registry`."""
-    from pipeline.registry import decide_and_record
+    from pipeline.registry import record_challenger
 
     best = max(metrics["summary"], key=lambda s: s["auprc_mean"])["method"]
     record = next(
@@ -574,8 +574,8 @@ def stage_registry(
         & (predictions["subset"] == "test")
     ]
     keep = ("auprc", "roc_auc", "recall_at_precision_90", "f1", "net_savings")
-    return decide_and_record(
-        models_dir,
+    return record_challenger(
+        tracking,
         run_id=run_id,
         method=best,
         detector_path=split_dir(run_dir, 0) / DETECTORS_DIR / f"{best}.ubj",
@@ -606,7 +606,6 @@ def stage_report(
     fidelity: list[dict[str, Any]],
     started_at: str,
     started_monotonic: float | None = None,
-    models_dir: str | Path | None = None,
     cached_stages: list[str] | None = None,
     tracking: dict[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -615,8 +614,9 @@ def stage_report(
     (``tracking``, see :mod:`pipeline.tracking`); then refresh
     ``reports/index.html`` and ``reports/latest``.
 
-    With ``models_dir`` (and ``registry.enabled``), the run's best detector is first
-    offered to the model registry; the decision goes into the metrics and report.
+    With ``tracking`` (and ``registry.enabled``), the run's best detector is first
+    offered to the model registry on MLflow; the decision goes into the metrics and
+    the report.
 
     ``results`` are the detector fits, a grid of amounts per method and split
     (:func:`stage_fit_detector`); each method is reported at the amount chosen on
@@ -674,11 +674,11 @@ def stage_report(
             "git_commit": git_commit(),
         },
     }
-    if models_dir is not None and config.registry.enabled:
+    if tracking is not None and config.registry.enabled:
         metrics["registry"] = stage_registry(
             run_id=run_id,
             run_dir=run_dir,
-            models_dir=models_dir,
+            tracking=tracking,
             metrics=metrics,
             predictions=predictions,
             frame_path=data["frame_path"],

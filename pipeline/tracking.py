@@ -18,12 +18,15 @@ process-global "active run"): the flow's tasks run in threads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,8 @@ def resolve_tracking_uri(uri: str | None = None, cwd: str | Path | None = None) 
     return f"sqlite:///{Path(cwd or Path.cwd()).absolute() / DEFAULT_DB}"
 
 
-def _sqlite_path(uri: str) -> Path | None:
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URI, else ``None``."""
     if not uri.startswith("sqlite:///"):
         return None
     return Path(uri.removeprefix("sqlite:///"))
@@ -74,7 +78,7 @@ def check_tracking_uri(uri: str, timeout: float = 10.0) -> None:
                 f"point {URI_ENV} / --tracking-uri elsewhere"
             ) from exc
         return
-    path = _sqlite_path(uri)
+    path = sqlite_path(uri)
     if path is not None:
         if path.is_dir():
             raise ConfigError(f"{uri}: {path} is a folder, expected a database file")
@@ -86,14 +90,54 @@ def check_tracking_uri(uri: str, timeout: float = 10.0) -> None:
             raise ConfigError(f"{uri}: not a tracking URI MLflow knows ({scheme}://)")
 
 
-def _client(uri: str):
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock for the tracking store at ``uri`` (blocks until free):
+    ``<database>.lock`` beside an sqlite file; for a server, a lock file in the
+    user's cache folder keyed by the URI, which serialises the runs of one machine
+    (see :func:`pipeline.registry.record_challenger` for runs on several)."""
+    from pipeline.artifacts import file_lock
+
+    path = sqlite_path(uri)
+    if path is not None:
+        lock = path.with_name(path.name + ".lock")
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        key = hashlib.sha256(uri.encode()).hexdigest()[:16]
+        lock = cache / "fraudaug" / "locks" / f"mlflow-{key}.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.touch(exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"{lock}: cannot lock the MLflow store ({exc.strerror})"
+        ) from exc
+    with file_lock(lock):
+        yield
+
+
+def mlflow_client(uri: str):
+    """An ``MlflowClient`` for ``uri`` (the registry lives in the same store)."""
     # MLflow logs INFO lines of its own on stderr (e.g. creating the sqlite
     # tables); keep its WARNINGs unless the user asked for its level.
     level = os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING")
     from mlflow.tracking import MlflowClient
 
     logging.getLogger("mlflow").setLevel(level.upper())
-    return MlflowClient(tracking_uri=uri)
+    if sqlite_path(uri) is None or uri in _READY:
+        return MlflowClient(tracking_uri=uri)
+    # The first process on a new sqlite file creates its tables (the client opens
+    # the tracking store, the registry store checks and migrates on first use): two
+    # at once would both migrate and one fails. Open both under the lock, once per
+    # process.
+    with store_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_registered_models(max_results=1)
+    _READY.add(uri)
+    return client
+
+
+_READY: set[str] = set()
 
 
 def _experiment_id(client, uri: str) -> str:
@@ -104,7 +148,7 @@ def _experiment_id(client, uri: str) -> str:
     found = client.get_experiment_by_name(EXPERIMENT)
     if found is not None:
         return found.experiment_id
-    path = _sqlite_path(uri)
+    path = sqlite_path(uri)
     location = (
         (path.parent / DEFAULT_ARTIFACTS).absolute().as_uri()
         if path is not None
@@ -143,8 +187,10 @@ def start_tracking(
     "run_id"}`` (JSON-able: it travels through the flow's tasks)."""
     from mlflow.entities import Param, RunTag
 
-    client = _client(uri)
+    client = mlflow_client(uri)
     experiment_id = _experiment_id(client, uri)
+    if tags.get("fraudaug.resumed"):
+        _close_abandoned(client, experiment_id, run_name)
     run = client.create_run(
         experiment_id,
         run_name=run_name,
@@ -157,6 +203,22 @@ def start_tracking(
     client.log_batch(run_id, tags=[RunTag("fraudaug.state", "running")])
     logger.info("MLflow run %s in experiment %s at %s", run_id, EXPERIMENT, uri)
     return {"uri": uri, "experiment_id": experiment_id, "run_id": run_id}
+
+
+def _close_abandoned(client, experiment_id: str, run_name: str) -> None:
+    """A run resumed after its process died (SIGKILL, power loss) left its MLflow
+    run RUNNING: mark it KILLED (the run folder's lock guarantees it is not live)."""
+    stale = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`fraudaug.run_id` = '{run_name}' "
+        "and attributes.status = 'RUNNING'",
+    )
+    for run in stale:
+        client.set_tag(run.info.run_id, "fraudaug.state", "killed")
+        client.set_terminated(run.info.run_id, status="KILLED")
+        logger.info(
+            "MLflow run %s of the interrupted run: marked KILLED", run.info.run_id
+        )
 
 
 def _metric_rows(
@@ -211,7 +273,7 @@ def log_results(
     """Log what the run measured and its files to its MLflow run."""
     from mlflow.entities import Metric, RunTag
 
-    client = _client(tracking["uri"])
+    client = mlflow_client(tracking["uri"])
     run_id = tracking["run_id"]
     now = int(time.time() * 1000)
     rows = [Metric(k, v, now, s) for k, v, s in _metric_rows(metrics, histories)]
@@ -227,6 +289,7 @@ def log_results(
     if registry:
         tags["fraudaug.registry.promoted"] = registry.get("promoted")
         tags["fraudaug.registry.reason"] = registry.get("reason")
+        tags["fraudaug.registry.version"] = registry.get("version")
     client.log_batch(
         run_id,
         tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items() if v is not None],
@@ -241,7 +304,7 @@ def finish_tracking(tracking: dict[str, str] | None, status: str = "FINISHED") -
     if not tracking:
         return
     try:
-        client = _client(tracking["uri"])
+        client = mlflow_client(tracking["uri"])
         client.set_tag(tracking["run_id"], "fraudaug.state", status.lower())
         client.set_terminated(tracking["run_id"], status=status)
     except Exception as exc:  # the run's own error matters more

@@ -70,20 +70,70 @@ def harness():
 
 
 @pytest.fixture(scope="session")
-def finished_run(harness, sample_path, tmp_path_factory):
-    """One real smoke run of the flow on the 20k-row sample (fast GAN and trees)."""
+def mlflow_server(tmp_path_factory):
+    """A real ``mlflow server`` on a free loopback port (sqlite backend, proxied
+    artifacts), as a team would run one; its URL."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    root = tmp_path_factory.mktemp("mlflow-server")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = open(root / "server.log", "wb")  # noqa: SIM115 (closed below)
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("mlflow")), "server",
+            "--backend-store-uri", f"sqlite:///{root / 'server.db'}",
+            "--artifacts-destination", str(root / "artifacts"),
+            "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        ],
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2):
+                break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                raise RuntimeError(
+                    "mlflow server did not start: "
+                    + (root / "server.log").read_text()[-2000:]
+                ) from None
+            time.sleep(0.25)
+    yield url
+    os.killpg(server.pid, 15)
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, 9)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def finished_run(harness, sample_path, tmp_path_factory, mlflow_server):
+    """One real smoke run of the flow on the 20k-row sample (fast GAN and trees),
+    tracked and registered on a real MLflow server."""
     from flows.fraud_flow import fraud_augmentation
 
     reports = tmp_path_factory.mktemp("reports")
     cache = tmp_path_factory.mktemp("cache")
-    models = tmp_path_factory.mktemp("models")
     overrides = {**FAST, "data": {"cache_dir": str(cache)}}
     result = fraud_augmentation(
         data_path=str(sample_path),
         profile="smoke",
         seed=0,
         reports_dir=str(reports),
-        models_dir=str(models),
         overrides=overrides,
+        tracking_uri=mlflow_server,
     )
-    return {**result, "models_dir": str(models)}, reports
+    return {**result, "tracking_uri": mlflow_server}, reports

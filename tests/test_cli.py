@@ -87,7 +87,7 @@ def test_a_full_disk_is_one_line_exit_2(tmp_path, sample_path, monkeypatch, caps
     cache = f"data.cache_dir={tmp_path / 'c'}"  # a bare word is a string
     code = main(
         ["run", "--data", str(sample_path), "--reports", str(tmp_path / "r"),
-         "--models", str(tmp_path / "m"), "--set", cache]
+         "--set", cache]
     )  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2
@@ -95,4 +95,4 @@ def test_a_full_disk_is_one_line_exit_2(tmp_path, sample_path, monkeypatch, caps
     last = err.strip().splitlines()[-1]
     assert last == f"fraudaug: error: {tmp_path / 'x.parquet'}: No space left on device"
     assert "Traceback" not in err
-    assert not (tmp_path / "r").exists() and not (tmp_path / "m").exists()
+    assert not (tmp_path / "r").exists()

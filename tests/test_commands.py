@@ -59,8 +59,12 @@ REFUSALS = [
     (["generate", "--run", "{tmp}", "-n", "5", "--out", "{tmp}/x.csv"], "no GAN"),
     (["score", "--in", "{tmp}/nope.csv", "--out", "{tmp}/s.csv"], "no such file"),
     (["score", "--in", "{sample}", "--out", "{tmp}/s.json"], ".csv or"),
+    (["score", "--in", "{sample}", "--out", "{tmp}/s.csv",
+      "--tracking-uri", "sqlite:///{tmp}/none.db"], "no champion model yet"),
+    (["score", "--in", "{sample}", "--out", "{tmp}/s.csv", "--model-uri", "m:/x"],
+     "expected models:/NAME@ALIAS"),
     (["score", "--in", "{sample}", "--out", "{tmp}/s.csv", "--models", "{tmp}"],
-     "no champion"),
+     "the model registry is MLflow's"),
     (["run", "--data", "{tmp}/nope.csv"], "no such file"),
     (["run", "--data", "{sample}", "--dask-address", "tcp://h:1"], "needs --task"),
     (["run", "--data", "{sample}", "--task-runner", "dask", "--dask-address", "h:x"],
@@ -236,22 +240,25 @@ def test_score_streams_the_input_and_matches_the_champion(finished_run, tmp_path
     from pipeline.registry import score_transactions
 
     result, reports = finished_run
-    models = result["models_dir"]
-    sample = json.loads((reports / result["run_id"] / "metrics.json").read_text())[
-        "data"
-    ]["path"]
+    metrics = json.loads((reports / result["run_id"] / "metrics.json").read_text())
+    sample = metrics["data"]["path"]
     out = tmp_path / "scores.parquet"
+    # By alias, from the MLflow server the run registered its champion on.
     proc = subprocess.run(
-        [FRAUDAUG, "score", "--in", sample, "--out", str(out), "--models", str(models)],
+        [FRAUDAUG, "score", "--in", sample, "--out", str(out),
+         "--tracking-uri", result["tracking_uri"]],
         capture_output=True, text=True, timeout=300, env=_env(),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert _foreign_lines(proc.stderr) == [], proc.stderr
     scores = pd.read_parquet(out)
     frame, _ = read_transactions(sample)
-    expected, _ = score_transactions(models, frame.drop(columns="Class"))
+    expected, _ = score_transactions(
+        frame.drop(columns="Class"), tracking_uri=result["tracking_uri"]
+    )
     pd.testing.assert_frame_equal(scores, expected)
-    assert "scored 20,000 rows with champion" in proc.stdout
+    assert "scored 20,000 rows with models:/fraudaug-detector/" in proc.stdout
+    assert f"from run {result['run_id']}" in proc.stdout
 
 
 # -- quiet by default ---------------------------------------------------------------

@@ -38,8 +38,9 @@ def _children(pid: int) -> list[str]:
 def served(tmp_path_factory, sample_path):
     root = tmp_path_factory.mktemp("deploy")
     port = _free_port()
+    # No MLFLOW_TRACKING_URI: serve's default, sqlite:///mlflow.db in its folder.
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_HOME": str(root / "prefect-home"),
         "PREFECT_RUNNER_POLL_FREQUENCY": "1",
@@ -76,7 +77,7 @@ def served(tmp_path_factory, sample_path):
         serve = subprocess.Popen(
             [
                 FRAUDAUG, "serve", "--data", str(sample_path), "--profile", "smoke",
-                "--reports", "reports", "--models", "models", "--cron", "0 3 * * *",
+                "--reports", "reports", "--cron", "0 3 * * *",
             ],
             cwd=root,
             env=env,
@@ -133,10 +134,8 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     metrics = json.loads((runs[0] / "metrics.json").read_text())
     assert (runs[0] / "report.html").is_file()
     assert metrics["registry"]["promoted"] is True  # the first champion
-    champion = json.loads((root / "models" / "champion.json").read_text())
-    assert (
-        root / "models" / "versions" / champion["version"] / "detector.ubj"
-    ).is_file()
+    assert metrics["registry"]["aliases"] == ["challenger", "champion"]
+    assert not (root / "models").exists()  # the registry is MLflow's
     listing = _run(env, "artifact", "ls").stdout
     for key in ("fraud-report", "fraud-comparison", "fraud-summary"):
         assert key in listing
@@ -150,8 +149,6 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     second = json.loads((runs[-1] / "metrics.json").read_text())
     assert second["cached_stages"] == ["ingest", "prepare", "train-gan split 0"]
     assert second["registry"]["promoted"] is False  # same detector: no clear win
-    history = json.loads((root / "models" / "history.json").read_text())
-    assert [d["promoted"] for d in history] == [True, False]
     # The runs' output (in serve's log) is quiet: the device in the project's words,
     # none of TensorFlow's native lines.
     from pipeline.backend import is_native_log_line
@@ -163,7 +160,8 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     # Both deployment runs are MLflow runs where `serve` was told to log.
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(env["MLFLOW_TRACKING_URI"])
+    assert (root / "mlflow.db").is_file() and (root / "mlartifacts").is_dir()
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("fraud-augmentation")
     tracked = {
         r.data.tags.get("fraudaug.run_id"): r
@@ -177,6 +175,15 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
             json.loads((run_dir / "metrics.json").read_text())["tracking"]["run_id"]
             == found.info.run_id
         )
+    # Both detectors registered; the alias decision as the rule says.
+    model = client.get_registered_model("fraudaug-detector")
+    aliases = {alias: str(version) for alias, version in model.aliases.items()}
+    assert aliases == {
+        "champion": metrics["registry"]["version"],
+        "challenger": second["registry"]["version"],
+    }
+    versions = client.search_model_versions("name = 'fraudaug-detector'")
+    assert sorted(v.tags["fraudaug.decision"] for v in versions) == ["kept", "promoted"]
 
 
 def test_nightly_deployment_has_its_schedule(served):

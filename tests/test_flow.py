@@ -180,11 +180,9 @@ def test_bad_data_fails_the_flow_and_writes_nothing(harness, tmp_path, demo_fram
             data_path=str(bad),
             profile="smoke",
             reports_dir=str(reports),
-            models_dir=str(tmp_path / "models"),
             overrides={"data": {"cache_dir": str(cache)}},
         )
     assert not reports.exists() and not cache.exists()
-    assert not (tmp_path / "models").exists()
 
 
 def test_gan_timeout_fails_the_run_with_one_clear_error(harness, sample_path, tmp_path):
@@ -199,13 +197,11 @@ def test_gan_timeout_fails_the_run_with_one_clear_error(harness, sample_path, tm
             data_path=str(sample_path),
             profile="smoke",
             reports_dir=str(tmp_path / "reports"),
-            models_dir=str(tmp_path / "models"),
             overrides={
                 "data": {"cache_dir": str(tmp_path / "cache")},
                 "gan": {"timeout_seconds": 1, "steps": 5000},
             },
         )
-    assert not (tmp_path / "models").exists()
     # Its MLflow run is closed as failed, not left running or marked finished.
     from tests.test_tracking import _runs_named
 
@@ -213,6 +209,11 @@ def test_gan_timeout_fails_the_run_with_one_clear_error(harness, sample_path, tm
     (found,) = _runs_named(run_dir.name)
     assert found.info.status == "FAILED"
     assert found.data.tags["fraudaug.state"] == "failed"
+    # And it registered nothing.
+    from tests.test_tracking import _client
+
+    registered = _client().search_model_versions(f"run_id = '{found.info.run_id}'")
+    assert list(registered) == []
 
 
 def test_gan_facts_and_fidelity_are_reported(finished_run):
@@ -332,7 +333,8 @@ def test_same_seed_data_and_config_give_identical_results(
     finished_run, harness, sample_path, tmp_path
 ):
     """A second run with nothing cached (its own cache folder) reproduces every
-    number and every score of the first, on CPU."""
+    number and every score of the first, on CPU; on the same MLflow server, its
+    detector is the same as the champion's, so the champion stays."""
     from flows.fraud_flow import fraud_augmentation
     from tests.conftest import FAST
 
@@ -342,8 +344,8 @@ def test_same_seed_data_and_config_give_identical_results(
         profile="smoke",
         seed=0,
         reports_dir=str(tmp_path / "reports"),
-        models_dir=str(tmp_path / "models"),
         overrides={**FAST, "data": {"cache_dir": str(tmp_path / "cache")}},
+        tracking_uri=first["tracking_uri"],
     )
     a = json.loads((reports / first["run_id"] / "metrics.json").read_text())
     b = json.loads(
@@ -371,3 +373,16 @@ def test_same_seed_data_and_config_give_identical_results(
         tmp_path / "reports" / second["run_id"] / "predictions.parquet"
     )
     pd.testing.assert_frame_equal(pa, pb)
+    # The registry on the server: a new version, the newest challenger; no clear
+    # win over the identical champion, so the champion alias stays where it was.
+    assert b["registry"]["promoted"] is False
+    assert b["registry"]["comparison"]["diff"] == 0
+    assert b["registry"]["champion"]["version"] == a["registry"]["version"]
+    from tests.test_tracking import _client
+
+    model = _client(first["tracking_uri"]).get_registered_model("fraudaug-detector")
+    aliases = {alias: str(version) for alias, version in model.aliases.items()}
+    assert aliases == {
+        "champion": a["registry"]["version"],
+        "challenger": b["registry"]["version"],
+    }

@@ -52,11 +52,15 @@ def _run(root, sample_path, *extra):
     return subprocess.Popen(
         [
             FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
-            "--reports", "reports", "--models", "models",
+            "--reports", "reports",
             "--set", f"data.cache_dir={json.dumps(str(root / 'cache'))}", *FAST, *extra,
         ],
         cwd=root,
-        env={**os.environ, "PREFECT_HOME": str(root / "prefect-home")},
+        # No MLFLOW_TRACKING_URI: both create and use a new sqlite:///mlflow.db here.
+        env={
+            **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+            "PREFECT_HOME": str(root / "prefect-home"),
+        },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -84,12 +88,25 @@ def test_two_runs_at_once_on_the_same_folders(tmp_path, sample_path):
     # The index is rewritten by each run from every finished run's metrics: the
     # later of the two lists both.
     assert all(run_id in index for run_id in run_ids)
-    from pipeline.registry import load_champion
+    # Both are FINISHED MLflow runs; decisions were taken one after the other: the
+    # first to decide found no champion, the second compared with it.
+    from pipeline.registry import fetch_version
+    from pipeline.tracking import mlflow_client
 
-    history = json.loads((tmp_path / "models" / "history.json").read_text())
-    assert sorted(d["run_id"] for d in history) == sorted(run_ids)
-    assert history[0]["promoted"] is True  # whichever decided first
-    champion = load_champion(tmp_path / "models")  # every file hash-checked
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow_client(store)
+    experiment = client.get_experiment_by_name("fraud-augmentation")
+    tracked = client.search_runs([experiment.experiment_id])
+    assert sorted(r.data.tags["fraudaug.run_id"] for r in tracked) == sorted(run_ids)
+    assert {r.info.status for r in tracked} == {"FINISHED"}
+    decisions = [
+        json.loads((tmp_path / "reports" / r / "metrics.json").read_text())["registry"]
+        for r in run_ids
+    ]
+    first, second = sorted(decisions, key=lambda d: int(d["version"]))
+    assert first["promoted"] is True and "no champion yet" in first["reason"]
+    assert second["champion"]["version"] == first["version"]
+    champion = fetch_version(store, dst=tmp_path / "champion")  # hash-checked
     assert champion["run_id"] in run_ids
 
 
@@ -99,7 +116,8 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
     proc = subprocess.run(
         [
             FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
-            "--reports", str(blocker / "reports"), "--models", str(tmp_path / "m"),
+            "--reports", str(blocker / "reports"),
+            "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
             "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}", *FAST,
         ],
         env={**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")},
@@ -112,4 +130,44 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
         f"fraudaug: error: {blocker / 'reports'}: cannot create"
     )
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
-    assert not (tmp_path / "m").exists()
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
+    tmp_path, sample_path
+):
+    """SIGTERM mid-run (a stopped service, a cancelled job): the flow unwinds, its
+    MLflow run is closed as KILLED and no model version or alias appears."""
+    err = tmp_path / "err.log"
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [
+                FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+                "--reports", "reports", "--set", "gan.steps=5000",
+                "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
+            ],
+            cwd=tmp_path,
+            env={
+                **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+                "PREFECT_HOME": str(tmp_path / "prefect-home"),
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while "training cWGAN-GP" not in err.read_text():  # the GAN has started
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 143
+    lines = err.read_text().strip().splitlines()
+    assert any(
+        line.startswith("fraudaug: terminated; the run stopped") for line in lines
+    )
+    from pipeline.tracking import mlflow_client
+
+    client = mlflow_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("fraud-augmentation")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "KILLED" and run.data.tags["fraudaug.state"] == "killed"
+    assert list(client.search_registered_models()) == []

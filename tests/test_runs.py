@@ -47,13 +47,13 @@ def test_output_folders_stay_inside_the_output_root(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     check_output_paths(None, reports_dir="/etc")  # no root: anything goes (CLI runs)
-    check_output_paths(tmp_path, reports_dir="reports", models_dir=tmp_path / "m")
+    check_output_paths(tmp_path, reports_dir="reports", cache_dir=tmp_path / "c")
     for bad in ("/etc", "../outside", "reports/../../x"):
         with pytest.raises(ConfigError, match="outside the output root"):
             check_output_paths(tmp_path, reports_dir=bad)
     (tmp_path / "link").symlink_to("/tmp")
-    with pytest.raises(ConfigError, match="models_dir"):
-        check_output_paths(tmp_path, models_dir="link/models")
+    with pytest.raises(ConfigError, match="cache_dir"):
+        check_output_paths(tmp_path, cache_dir="link/cache")
 
 
 def test_malloc_arenas_are_capped_for_the_run_and_its_children(monkeypatch):

@@ -1,4 +1,5 @@
-"""Runs on MLflow: one MLflow run per pipeline run, in the embedded sqlite store."""
+"""Runs on MLflow: one MLflow run per pipeline run (the smoke run on a real
+``mlflow server``, the others in the embedded sqlite store)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from pipeline.tracking import (
 )
 
 
-def _client():
+def _client(uri: str | None = None):
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(os.environ["MLFLOW_TRACKING_URI"])
+    return MlflowClient(uri or os.environ["MLFLOW_TRACKING_URI"])
 
 
-def _runs_named(run_id: str):
-    client = _client()
+def _runs_named(run_id: str, uri: str | None = None):
+    client = _client(uri)
     experiment = client.get_experiment_by_name(EXPERIMENT)
     return client.search_runs(
         [experiment.experiment_id], filter_string=f"tags.`fraudaug.run_id` = '{run_id}'"
@@ -66,7 +67,7 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
     result, reports = finished_run
     run_dir = reports / result["run_id"]
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    (found,) = _runs_named(result["run_id"])
+    (found,) = _runs_named(result["run_id"], result["tracking_uri"])
     assert metrics["tracking"]["run_id"] == found.info.run_id
     assert found.info.status == "FINISHED"
     tags, params = found.data.tags, found.data.params
@@ -84,14 +85,26 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
         assert logged[f"{summary['method']}.auprc_mean"] == pytest.approx(
             summary["auprc_mean"]
         )
-    client = _client()
+    client = _client(result["tracking_uri"])
     history = client.get_metric_history(found.info.run_id, "none.auprc")
     assert [m.step for m in history] == list(range(metrics["n_splits"]))
     curve = client.get_metric_history(found.info.run_id, "gan.split0.critic_loss")
     assert len(curve) > 1
     assert "fidelity.cwgan_gp.c2st_auc" in logged
     artifacts = {a.path for a in client.list_artifacts(found.info.run_id)}
-    assert artifacts == {"report.html", "metrics.json", "manifest.json"}
+    assert artifacts == {"report.html", "metrics.json", "manifest.json", "detector"}
+    # Its best detector is registered (the server's first: champion), from this run.
+    registry = metrics["registry"]
+    assert registry["promoted"] is True and registry["aliases"] == [
+        "challenger", "champion"
+    ]  # fmt: skip
+    assert tags["fraudaug.registry.version"] == registry["version"]
+    version = client.get_model_version_by_alias("fraudaug-detector", "champion")
+    assert str(version.version) == registry["version"]
+    assert version.run_id == found.info.run_id
+    assert version.source.startswith("mlflow-artifacts:/")  # proxied by the server
+    assert version.tags["fraudaug.run_id"] == result["run_id"]
+    assert version.tags["fraudaug.method"] == registry["challenger"]["method"]
 
 
 def test_the_flow_refuses_an_unreachable_tracking_server_before_any_work(
@@ -107,7 +120,6 @@ def test_the_flow_refuses_an_unreachable_tracking_server_before_any_work(
             data_path=str(sample_path),
             profile="smoke",
             reports_dir=str(tmp_path / "reports"),
-            models_dir=str(tmp_path / "models"),
             overrides={"data": {"cache_dir": str(tmp_path / "cache")}},
             tracking_uri=f"http://127.0.0.1:{port}",
         )
