@@ -1,7 +1,8 @@
 """The GAN benchmark under float32 / mixed_bfloat16 and XLA off / on: one JSON.
 
 Run through ``benchmarks/gpu_check.sh`` (which sets up the environment first), or
-directly: ``python -m benchmarks.gpu_check [--data PATH] [--allow-cpu] [--quick]``.
+directly: ``python -m benchmarks.gpu_check [--data PATH] [--allow-cpu] [--quick]
+[--variant PRECISION:XLA ...]`` (default: all four variants).
 
 Each variant runs ``python -m benchmarks --gan-only`` in its own process (a dtype
 policy and XLA's compiled kernels stay with the process that made them, and each
@@ -81,6 +82,15 @@ def run_variant(precision: str, jit: bool, args: argparse.Namespace, out: Path) 
     }
 
 
+def _variant(text: str) -> tuple[str, bool]:
+    precision, _, jit = text.partition(":")
+    if precision not in ("float32", "mixed_bfloat16") or jit not in ("0", "1"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected float32 or mixed_bfloat16, ':', and 0 or 1 (XLA)"
+        )
+    return precision, jit == "1"
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="data/raw/creditcard.csv")
@@ -92,6 +102,14 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--quick", action="store_true", help="see benchmarks --quick")
     parser.add_argument("--variant-timeout", type=int, default=240)
+    parser.add_argument(
+        "--variant",
+        action="append",
+        type=_variant,
+        metavar="PRECISION:XLA",
+        help="only these variants, e.g. float32:0 or mixed_bfloat16:1 (repeatable; "
+        "default: all four)",
+    )
     parser.add_argument("--out", help="default: benchmarks/results/gpu-<date>.json")
     args = parser.parse_args(argv)
     if not Path(args.data).is_file():
@@ -100,7 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
     result: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds")}
     variants = []
     with tempfile.TemporaryDirectory() as tmp:
-        for precision, jit in VARIANTS:
+        for precision, jit in args.variant or VARIANTS:
             out = Path(tmp) / f"{precision}-{int(jit)}.json"
             variants.append(run_variant(precision, jit, args, out))
             print(json.dumps(variants[-1]), file=sys.stderr, flush=True)

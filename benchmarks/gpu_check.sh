@@ -5,6 +5,7 @@
 #
 #   benchmarks/gpu_check.sh [--data PATH] [--out FILE] [--allow-cpu] [--quick]
 #       [--variant-timeout SECONDS]  (each variant's limit; default 240)
+#       [--variant PRECISION:XLA ...]  (e.g. float32:0; default: all four)
 #
 # Set-up, from the repository root: a virtual environment (.venv-gpu, or $GPU_VENV)
 # with the project and TensorFlow's CUDA wheels (`tensorflow[and-cuda]`), made on the
@@ -24,8 +25,8 @@ while (($#)); do
     --out) pass+=("$1" "$2"); shift 2 ;;
     --allow-cpu) allow_cpu=1; pass+=("$1"); shift ;;
     --quick) pass+=("$1"); shift ;;
-    --variant-timeout) pass+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --variant-timeout|--variant) pass+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -34,30 +34,26 @@ def test_gpu_check_refuses_a_machine_without_a_gpu(sample_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_gpu_check_measures_every_variant(sample_path, tmp_path):
+def test_gpu_check_runs_and_compares_with_the_cpu_baseline(sample_path, tmp_path):
+    """One variant end to end (each variant is the same subprocess with other
+    flags; training under every precision and XLA setting is test_gan_training's)."""
     out = tmp_path / "gpu.json"
     # Generous time limits: this checks what is measured, not how fast (a loaded
     # machine once ran a variant past the default 240 s).
     proc = _run(
         *("--data", str(sample_path), "--allow-cpu", "--quick", "--out", str(out)),
-        *("--variant-timeout", "900"),
-        timeout=2400,
+        *("--variant-timeout", "900", "--variant", "float32:0"),
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = json.loads(proc.stdout)
     assert printed == json.loads(out.read_text())
-    variants = {(v["precision"], v["jit_compile"]): v for v in printed["variants"]}
-    assert set(variants) == {
-        ("float32", False),
-        ("float32", True),
-        ("mixed_bfloat16", False),
-        ("mixed_bfloat16", True),
-    }
-    for v in variants.values():
-        assert "error" not in v, v
-        assert v["trainer_rows_per_s"] > 0 and v["bare_rows_per_s"] > 0
-        assert v["generate_rows_per_s"] > 0
-        assert v["batch_size"] == 512
+    (v,) = printed["variants"]
+    assert (v["precision"], v["jit_compile"]) == ("float32", False)
+    assert "error" not in v, v
+    assert v["trainer_rows_per_s"] > 0 and v["bare_rows_per_s"] > 0
+    assert v["generate_rows_per_s"] > 0
+    assert v["batch_size"] == 512
     assert printed["device"]["kind"] in ("CPU", "GPU")
     assert printed["quick"] is True
     assert printed["data"]["rows"] == 20_000
@@ -67,6 +63,40 @@ def test_gpu_check_measures_every_variant(sample_path, tmp_path):
     assert printed["trainer_speedup_vs_cpu"] == pytest.approx(
         printed["trainer_rows_per_s"] / baseline["trainer_rows_per_s"], abs=0.01
     )
+
+
+def test_gpu_check_measures_every_variant_by_default(
+    sample_path, tmp_path, monkeypatch
+):
+    """Without --variant: all four, each its own `benchmarks --gan-only` process
+    with its precision and XLA flag (the processes replaced by a recorder)."""
+    from benchmarks import gpu_check
+
+    commands = []
+
+    def fake_run(command, **kwargs):
+        commands.append(command)
+        out = Path(command[command.index("--out") + 1])
+        rate = {"trainer_rows_per_s": 1000, "bare_rows_per_s": 2000, "batch_size": 512}
+        out.write_text(json.dumps({
+            "trainer_vs_bare_ratio": 0.5, "trainer": rate, "generate_rows_per_s": 10,
+            "device": {"kind": "CPU"}, "data": {"rows": 20_000},
+        }))  # fmt: skip
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(gpu_check.subprocess, "run", fake_run)
+    printed = gpu_check.main(
+        ["--data", str(sample_path), "--allow-cpu", "--out", str(tmp_path / "g.json")]
+    )
+    measured = {(v["precision"], v["jit_compile"]) for v in printed["variants"]}
+    assert measured == set(gpu_check.VARIANTS) == {
+        ("float32", False), ("float32", True),
+        ("mixed_bfloat16", False), ("mixed_bfloat16", True),
+    }  # fmt: skip
+    for command in commands:
+        assert command[1:4] == ["-m", "benchmarks", "--gan-only"]
+    flags = {(c[c.index("--precision") + 1], "--jit-compile" in c) for c in commands}
+    assert flags == measured
 
 
 def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
