@@ -23,6 +23,7 @@ from pipeline.paths import (
     check_writable,
     nearest_existing,
 )
+from pipeline.registry import DEFAULT_MODEL_URI  # (stdlib only at import)
 
 logger = logging.getLogger("pipeline.cli")
 
@@ -219,7 +220,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     out = check_output_table(args.out)
     if out.absolute() == Path(args.input).absolute():
         raise ConfigError(f"{out}: --out must not be the input file")
-    from pipeline.registry import CHAMPION, parse_model_uri
+    from pipeline.registry import missing_model, parse_model_uri
     from pipeline.tracking import check_tracking_uri, resolve_tracking_uri, sqlite_path
 
     _, alias, _ = parse_model_uri(args.model_uri)
@@ -227,12 +228,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     check_tracking_uri(tracking_uri)
     database = sqlite_path(tracking_uri)
     if database is not None and not database.is_file():  # never create an empty one
-        what = "no champion model yet" if alias == CHAMPION else "no such model"
-        raise PipelineError(
-            f"{args.model_uri}: {what}: {database} does not exist; run the pipeline "
-            "first (fraudaug run) or point --tracking-uri / MLFLOW_TRACKING_URI at "
-            "the store that has it"
-        )
+        raise missing_model(args.model_uri, alias, f"{database} does not exist")
     from pipeline.artifacts import TableWriter
     from pipeline.ingest import iter_unlabelled
     from pipeline.registry import ChampionScorer
@@ -399,9 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help=".csv or .parquet")
     p.add_argument(
         "--model-uri",
-        default="models:/fraudaug-detector@champion",
+        default=DEFAULT_MODEL_URI,
         help="a registered version: models:/NAME@ALIAS or models:/NAME/VERSION "
-        "(default: models:/fraudaug-detector@champion)",
+        f"(default: {DEFAULT_MODEL_URI})",
     )
     _tracking_arg(p)
     p.set_defaults(func=_cmd_score)

@@ -72,6 +72,15 @@ def parse_model_uri(uri: str) -> tuple[str, str | None, str | None]:
     return match["name"], match["alias"], match["version"]
 
 
+def missing_model(model_uri: str, alias: str | None, where: str) -> PipelineError:
+    """The one-line error for a model URI that names nothing in ``where``."""
+    what = "no champion model yet" if alias == CHAMPION else "no such model"
+    return PipelineError(
+        f"{model_uri}: {what}: {where}; run the pipeline first (fraudaug run) or "
+        "point --tracking-uri / MLFLOW_TRACKING_URI at the store that has it"
+    )
+
+
 def _files(folder: Path) -> dict[str, str]:
     """sha256 of every file under ``folder``, by POSIX path relative to it."""
     from pipeline.artifacts import file_sha256
@@ -498,12 +507,7 @@ class ChampionScorer:
         with tempfile.TemporaryDirectory(prefix="fraudaug-model-") as tmp:
             found = fetch_version(uri, name, alias=alias, version=version, dst=tmp)
             if found is None:
-                what = "no champion model yet" if alias == CHAMPION else "no such model"
-                raise PipelineError(
-                    f"{model_uri}: {what} in {uri}; run the pipeline first "
-                    "(fraudaug run) or point --tracking-uri / MLFLOW_TRACKING_URI at "
-                    "the store that has it"
-                )
+                raise missing_model(model_uri, alias, f"not in {uri}")
             self.model, self.transformer = load_detector(found["path"])
         self.champion = found
         self.threshold = float(found["threshold"])

@@ -116,6 +116,9 @@ def store_lock(uri: str) -> Iterator[None]:
         yield
 
 
+_READY: set[str] = set()  # sqlite stores this process has opened
+
+
 def mlflow_client(uri: str):
     """An ``MlflowClient`` for ``uri`` (the registry lives in the same store)."""
     # MLflow logs INFO lines of its own on stderr (e.g. creating the sqlite
@@ -135,9 +138,6 @@ def mlflow_client(uri: str):
         client.search_registered_models(max_results=1)
     _READY.add(uri)
     return client
-
-
-_READY: set[str] = set()
 
 
 def _experiment_id(client, uri: str) -> str:
