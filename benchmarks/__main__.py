@@ -169,7 +169,8 @@ def bench_trainer(
 
 
 def bench_generate(config, X, y, n_rows: int = 1_000_000) -> dict:
-    from pipeline.gan.trainer import generate_rows, train_cwgan_gp
+    from pipeline.gan.trained import generate_rows
+    from pipeline.gan.trainer import train_cwgan_gp
 
     trained = train_cwgan_gp(
         X, y, config.gan.model_copy(update={"steps": 20}), random_state=0
@@ -232,7 +233,8 @@ def bench_commands(
         make_detector,
     )
     from pipeline.evaluate import choose_threshold
-    from pipeline.gan.trainer import save_gan, train_cwgan_gp
+    from pipeline.gan.storage import save_gan
+    from pipeline.gan.trainer import train_cwgan_gp
     from pipeline.registry import record_challenger
     from pipeline.tracking import finish_tracking, start_tracking
 

@@ -131,11 +131,8 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
 
     from pipeline.config import GANConfig
     from pipeline.fidelity import c2st_auc, compute_fidelity
-    from pipeline.gan.trainer import (
-        fit_filter_classifier,
-        selection_seed,
-        train_cwgan_gp,
-    )
+    from pipeline.gan.selection import fit_filter_classifier, selection_seed
+    from pipeline.gan.trainer import train_cwgan_gp
 
     data = _split_data(job["paths"], job["split"])
     X, y = data["train"]["X"], data["train"]["y"]

@@ -215,12 +215,12 @@ def stage_train_gan(
     interrupted run resumes; a GAN already finished in ``out_dir`` for the same
     rows, seed and config is reused as it is.
     """
-    from pipeline.gan.trainer import (  # imports TensorFlow
+    from pipeline.gan.storage import (  # imports TensorFlow
         META_FILE,
         data_fingerprint,
         save_gan,
-        train_cwgan_gp,
     )
+    from pipeline.gan.trainer import train_cwgan_gp
 
     out_dir = Path(out_dir)
     data = load_split_data(frame_path, splits_path, transformer_path, split)
@@ -307,7 +307,7 @@ def stage_fidelity(
     synthetic = {"smote": X_res[len(y) :]}
     result: dict[str, Any] = {"split": split}
     if gan_dir is not None:
-        from pipeline.gan.trainer import load_gan
+        from pipeline.gan.storage import load_gan
 
         synthetic["cwgan_gp"] = load_gan(gan_dir).sample(
             len(synthetic["smote"]), random_state=sampler_seed

@@ -6,15 +6,12 @@ from imblearn.over_sampling import SMOTE, RandomOverSampler
 
 from pipeline.config import GANConfig
 from pipeline.errors import ArtifactError, DataValidationError
+from pipeline.gan.batches import make_training_dataset
 from pipeline.gan.penalty import gradient_penalty, safe_norm
 from pipeline.gan.sampler import GANOverSampler
-from pipeline.gan.trainer import (
-    generate_rows,
-    load_gan,
-    make_training_dataset,
-    save_gan,
-    train_cwgan_gp,
-)
+from pipeline.gan.storage import load_gan, save_gan
+from pipeline.gan.trained import generate_rows
+from pipeline.gan.trainer import train_cwgan_gp
 
 TINY = {
     "latent_dim": 8,
@@ -210,7 +207,7 @@ def test_sampling_many_generators_never_retraces(caplog):
     # retracing statistics by the traced function's code, shared by all networks,
     # so per-network traces at new batch sizes used to add up to its WARNING.
     from pipeline.gan.networks import build_generator
-    from pipeline.gan.trainer import generate_rows
+    from pipeline.gan.trained import generate_rows
 
     caplog.set_level("WARNING", logger="tensorflow")
     for k in range(8):

@@ -16,14 +16,12 @@ import tensorflow as tf
 
 from pipeline.config import GANConfig
 from pipeline.errors import TrainingError
+from pipeline.gan.batches import make_training_dataset
+from pipeline.gan.checkpoints import CHECKPOINT_STATE
 from pipeline.gan.model import ConditionalWGANGP
 from pipeline.gan.networks import build_critic, build_generator
 from pipeline.gan.penalty import gradient_penalty
-from pipeline.gan.trainer import (
-    CHECKPOINT_STATE,
-    make_training_dataset,
-    train_cwgan_gp,
-)
+from pipeline.gan.trainer import train_cwgan_gp
 from tests.test_gan import TINY
 
 
@@ -280,7 +278,8 @@ def test_bfloat16_and_xla_options_train_on_cpu():
         """
         import json, numpy as np
         from pipeline.config import GANConfig
-        from pipeline.gan.trainer import _Trainer, generate_rows, train_cwgan_gp
+        from pipeline.gan.trained import generate_rows
+        from pipeline.gan.trainer import _Trainer, train_cwgan_gp
         from tests.test_gan import TINY
         rng = np.random.default_rng(0)
         X = rng.normal(size=(300, 6)); y = (rng.random(300) < 0.2).astype(int)
@@ -375,7 +374,7 @@ def test_the_moving_average_is_scored_and_can_be_the_one_kept(model_space):
 def test_a_filter_keeps_the_most_real_looking_draws(tmp_path, model_space, kind):
     import dataclasses
 
-    from pipeline.gan.trainer import load_gan, save_gan
+    from pipeline.gan.storage import load_gan, save_gan
 
     X, y = model_space
     config = GANConfig(**{**TINY, "filter": kind, "filter_share": 0.5})

@@ -10,7 +10,7 @@ import pandas as pd
 
 from pipeline.artifacts import MANIFEST, load_json, verify_artifact
 from pipeline.errors import ConfigError
-from pipeline.gan.trainer import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
+from pipeline.gan.storage import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
 from pipeline.ingest import FEATURES, TARGET
 from pipeline.preprocess import TabularTransformer
 

@@ -15,7 +15,8 @@ from sklearn.utils import check_random_state
 
 from pipeline.config import GANConfig
 from pipeline.errors import ArtifactError
-from pipeline.gan.trainer import data_fingerprint, load_gan, train_cwgan_gp
+from pipeline.gan.storage import data_fingerprint, load_gan
+from pipeline.gan.trainer import train_cwgan_gp
 
 
 class GANOverSampler(BaseOverSampler):
@@ -31,7 +32,7 @@ class GANOverSampler(BaseOverSampler):
     gan_params : dict, optional
         Fields of :class:`~pipeline.config.GANConfig` (defaults otherwise).
     pretrained : str or Path, optional
-        A GAN folder (from :func:`~pipeline.gan.trainer.save_gan`) fitted on exactly
+        A GAN folder (from :func:`~pipeline.gan.storage.save_gan`) fitted on exactly
         the rows given to ``fit_resample``: the GAN is loaded instead of retrained,
         so one GAN per split serves every consumer. Its data fingerprint is checked;
         a GAN fitted on other rows is refused, which also rules out leakage.

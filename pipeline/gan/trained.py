@@ -1,0 +1,196 @@
+"""A fitted generator: drawing rows from it (in model space, decoded, filtered)."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from pipeline.errors import ConfigError
+from pipeline.gan.encoding import ColumnEncoder
+
+SAMPLE_BLOCK = 8_192
+"""Rows drawn per generator call when sampling (see :meth:`TrainedGAN.iter_sample`)."""
+
+
+@dataclass
+class TrainedGAN:
+    """A fitted generator and what it takes to use and describe it.
+
+    ``encoder`` maps the generator's space back to model space; ``filter_model``
+    (an ``XGBClassifier`` or the critic), when set, drops the most synthetic-looking
+    share of each draw of class ``meta["filter_label"]`` (see :meth:`sample`).
+    """
+
+    generator: keras.Model
+    latent_dim: int
+    n_features: int
+    fingerprint: str
+    history: list[dict[str, float]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    encoder: ColumnEncoder = field(default_factory=ColumnEncoder)
+    filter_model: Any = None
+
+    def sample(
+        self, n_samples: int, *, label: int = 1, random_state: int = 0
+    ) -> np.ndarray:
+        """``n_samples`` generated rows of class ``label`` in model space (float64):
+        the rows of :meth:`iter_sample`, concatenated."""
+        parts = list(
+            self.iter_sample(n_samples, label=label, random_state=random_state)
+        )
+        return np.concatenate(parts) if parts else np.empty((0, self.n_features))
+
+    def iter_sample(
+        self,
+        n_samples: int,
+        *,
+        label: int = 1,
+        random_state: int = 0,
+        chunk_rows: int = SAMPLE_BLOCK,
+    ) -> Iterator[np.ndarray]:
+        """The rows of :meth:`sample` in chunks of ``chunk_rows`` (the last one
+        shorter), produced as they are consumed: memory does not grow with
+        ``n_samples``.
+
+        Rows are drawn in blocks of :data:`SAMPLE_BLOCK` with one noise stream, so
+        the same seed gives the same rows whatever ``chunk_rows``. With a filter,
+        ``n_samples / (1 - filter_share)`` rows are drawn and the most
+        synthetic-looking ones of each block dropped (the block's share of the
+        ``n_samples`` kept); the rest keep their order.
+        """
+        if chunk_rows < 1:
+            raise ConfigError(f"chunk_rows must be at least 1, got {chunk_rows}")
+        kind = self.meta.get("filter", "none")
+        share = float(self.meta.get("filter_share", 0.0))
+        filtered = (
+            self.filter_model is not None
+            and kind != "none"
+            and share > 0
+            and label == self.meta.get("filter_label")
+        )
+        n_draw = int(np.ceil(n_samples / (1.0 - share))) if filtered else n_samples
+        # One generator each for the noise and the decoding, consumed block by
+        # block: a block's rows do not depend on how the output is chunked.
+        noise = np.random.default_rng(random_state)
+        decoding = np.random.default_rng(random_state)
+        temperature = float(self.meta.get("temperature", 1.0))
+        pending: list[np.ndarray] = []
+        n_pending = kept = 0
+        for start in range(0, n_draw, SAMPLE_BLOCK):
+            stop = min(start + SAMPLE_BLOCK, n_draw)
+            Z = generate_rows(
+                self.generator,
+                stop - start,
+                latent_dim=self.latent_dim,
+                label=label,
+                random_state=noise,
+                temperature=temperature,
+            )
+            X = self.encoder.decode(Z, random_state=decoding)
+            if filtered:
+                keep_to = n_samples if stop == n_draw else stop * n_samples // n_draw
+                realness = self._realness(Z, X, label)
+                order = np.argsort(-realness, kind="stable")[: keep_to - kept]
+                X = X[np.sort(order)]
+                kept = keep_to
+            pending.append(X)
+            n_pending += len(X)
+            while n_pending >= chunk_rows:
+                block = np.concatenate(pending) if len(pending) > 1 else pending[0]
+                yield block[:chunk_rows]
+                rest = block[chunk_rows:]
+                pending, n_pending = ([rest] if len(rest) else []), len(rest)
+        if n_pending:
+            yield np.concatenate(pending) if len(pending) > 1 else pending[0]
+
+    def _realness(self, Z: np.ndarray, X: np.ndarray, label: int) -> np.ndarray:
+        """Higher for rows that look more real to the filter (``Z``: the rows in
+        the generator's space, ``X``: the same rows decoded)."""
+        if self.meta["filter"] == "classifier":
+            return -self.filter_model.predict_proba(X)[:, 1]
+        n_classes = int(self.generator.inputs[1].shape[-1])
+        condition = np.zeros((len(Z), n_classes), np.float32)
+        condition[:, label] = 1.0
+        critic = inference_function(self.filter_model)
+        Z = Z.astype(np.float32)
+        scores = [
+            np.asarray(
+                critic(
+                    tf.constant(Z[i : i + 8_192]), tf.constant(condition[i : i + 8_192])
+                )
+            )
+            for i in range(0, len(Z), 8_192)
+        ]
+        return np.concatenate(scores).astype(np.float64)[:, 0]
+
+
+_INFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def inference_function(model: keras.Model):
+    """``model``'s forward pass (``training=False``) as one concrete graph for any
+    batch size, traced once per network and kept while the network lives.
+
+    A ``tf.function`` per network retraced at every new batch size (the selection
+    draws as many rows as there are validation frauds, the sampler other counts),
+    and TensorFlow keys its retracing statistics by the wrapped code, which all
+    networks share: a few networks in one process added up to its "triggered
+    tf.function retracing" warning. Tracing here is explicit, with the batch
+    dimension left open, so there is nothing to retrace.
+    """
+    if model not in _INFERENCE:
+        ref = weakref.ref(model)  # the graph holds the variables, not the network
+
+        def forward(*inputs):
+            return ref()(list(inputs), training=False)
+
+        specs = [
+            tf.TensorSpec([None, *tensor.shape[1:]], tf.float32)
+            for tensor in model.inputs
+        ]
+        _INFERENCE[model] = tf.function(forward).get_concrete_function(*specs)
+    return _INFERENCE[model]
+
+
+def generate_rows(
+    generator: keras.Model,
+    n_samples: int,
+    *,
+    latent_dim: int,
+    label: int = 1,
+    random_state: int | np.random.Generator = 0,
+    batch_size: int = 8_192,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """Draw ``n_samples`` rows of class ``label`` in the generator's space (float64).
+
+    The noise comes from a NumPy generator seeded by ``random_state`` (or that
+    generator itself, whose stream then continues), so the same generator and
+    seed give the same rows; ``temperature`` scales it (below 1:
+    rows nearer the generator's modes, the "truncation trick"). The network runs as
+    one traced graph on batches small enough for the CPU caches (measured: 8,192
+    rows per batch in graph mode is 2.7x faster than 65,536-row eager calls on 2
+    cores).
+    """
+    rng = np.random.default_rng(random_state)
+    n_classes = int(generator.inputs[1].shape[-1])
+    condition = np.zeros((min(batch_size, max(n_samples, 1)), n_classes), np.float32)
+    condition[:, label] = 1.0
+    infer = inference_function(generator)
+    parts = []
+    for start in range(0, n_samples, batch_size):
+        n = min(batch_size, n_samples - start)
+        z = rng.standard_normal((n, latent_dim), dtype=np.float32)
+        if temperature != 1.0:
+            z *= np.float32(temperature)
+        out = infer(tf.constant(z), tf.constant(condition[:n]))
+        parts.append(np.asarray(out, dtype=np.float64))
+    if not parts:
+        return np.empty((0, generator.output_shape[-1]))
+    return np.concatenate(parts)
