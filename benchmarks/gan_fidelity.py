@@ -317,6 +317,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cache-dir", default="data/interim")
     args = parser.parse_args(argv)
     seeds = args.seeds or [0, 1]
+    # Idle OpenMP threads (XGBoost, scikit-learn) spin by default: with two worker
+    # processes on two cores each one's spinning starves the other's work
+    # (measured: 207 s instead of 16 s for the same jobs). Set before the OpenMP
+    # runtime is loaded here, so the workers inherit it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     from pipeline.cache import code_version
     from pipeline.config import GANConfig, load_config, parse_overrides, run_seeds
