@@ -21,6 +21,7 @@ from pipeline import runs, stages, tracking
 from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, load_config, run_seeds
 from pipeline.memory import limit_malloc_arenas
+from pipeline.schema import TableSchema, load_schema
 
 FLOW_NAME = "fraud-augmentation"
 
@@ -64,8 +65,8 @@ def fetch_data(dest: str) -> dict:
     retry_delay_seconds=5,
     retry_condition_fn=_retry_io_only,
 )
-def ingest(data_path: str, cache_dir: str) -> dict:
-    return stages.stage_ingest(data_path, cache_dir)
+def ingest(data_path: str, cache_dir: str, schema: TableSchema) -> dict:
+    return stages.stage_ingest(data_path, cache_dir, schema)
 
 
 @task(name="prepare", cache_policy=NO_CACHE)
@@ -75,8 +76,11 @@ def prepare(
     config: PipelineConfig,
     split_seeds: list[int],
     cache_dir: str,
+    schema: TableSchema,
 ) -> dict:
-    return stages.stage_prepare(frame_path, run_dir, config, split_seeds, cache_dir)
+    return stages.stage_prepare(
+        frame_path, run_dir, config, split_seeds, cache_dir, schema
+    )
 
 
 @task(name="train-gan", cache_policy=NO_CACHE, task_run_name="train-gan-split-{split}")
@@ -134,8 +138,10 @@ def fit_detector(
 
 
 @task(name="start-run", cache_policy=NO_CACHE)
-def start_run(reports_dir: str, data_sha256: str, config: PipelineConfig) -> dict:
-    return runs.start_run(reports_dir, data_sha256, config)
+def start_run(
+    reports_dir: str, data_sha256: str, config: PipelineConfig, schema: TableSchema
+) -> dict:
+    return runs.start_run(reports_dir, data_sha256, config, schema.fingerprint())
 
 
 @task(name="fidelity", cache_policy=NO_CACHE, task_run_name="fidelity-split-{split}")
@@ -252,13 +258,16 @@ def fraud_augmentation(
     reports_dir: str = "reports",
     overrides: dict[str, Any] | None = None,
     tracking_uri: str | None = None,
+    schema_path: str | None = None,
 ) -> dict:
     """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report -> registry.
 
     ``data_path``: the transactions file (the Kaggle ``creditcard.csv`` is fetched
-    when it is missing, with retries). ``reports_dir``: where run folders, the index
-    and ``latest`` go. The champion/challenger registry is MLflow's, in the same
-    store as the runs (``fraudaug-detector``; see ``pipeline.registry``).
+    when it is missing, with retries). ``schema_path``: the table's schema
+    file (``fraudaug schema``); default (or ``"kaggle"``) the built-in Kaggle
+    schema. ``reports_dir``: where run folders, the index and ``latest`` go. The
+    champion/challenger registry is MLflow's, in the same store as the runs
+    (``fraudaug-detector``; see ``pipeline.registry``).
     ``overrides`` changes config sections of the profile, e.g.
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     ``tracking_uri``: the MLflow tracking store (default: ``$MLFLOW_TRACKING_URI``,
@@ -273,6 +282,8 @@ def fraud_augmentation(
     started_monotonic = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     config = load_config(profile, seed=seed, overrides=overrides)
+    table = load_schema(schema_path)
+    table.check_gan_columns(config.gan.condition_on, config.gan.mode_columns)
     runs.check_output_paths(
         os.environ.get(runs.OUTPUT_ROOT_ENV),
         reports_dir=reports_dir,
@@ -282,7 +293,7 @@ def fraud_augmentation(
     tracking.check_tracking_uri(tracking_uri)  # before any work: one clear line
     if not Path(data_path).exists() and Path(data_path).name == "creditcard.csv":
         fetch_data(data_path)
-    data = ingest(data_path, config.data.cache_dir)
+    data = ingest(data_path, config.data.cache_dir, table)
     cached = ["ingest"] if data.pop("cached", False) else []
     logger.info(
         "data %s: %d rows, %d frauds, sha256 %s%s",
@@ -292,7 +303,7 @@ def fraud_augmentation(
         data["sha256"][:12],
         " (DEMO DATA)" if data["demo"] else "",
     )
-    run = start_run(reports_dir, data["sha256"], config)
+    run = start_run(reports_dir, data["sha256"], config, table)
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
     if run["resumed"]:
         logger.info("resuming interrupted run %s (same data and config)", run_id)
@@ -313,6 +324,8 @@ def fraud_augmentation(
                 "fraudaug.data.rows": data["rows"],
                 "fraudaug.data.frauds": data["frauds"],
                 "fraudaug.data.demo": data["demo"],
+                "fraudaug.schema": table.name,
+                "fraudaug.schema.sha256": table.fingerprint(),
                 "fraudaug.resumed": run["resumed"],
                 "prefect.flow_run_id": prefect_flow_run.get_id(),
                 "mlflow.source.git.commit": git_commit(),
@@ -329,6 +342,7 @@ def fraud_augmentation(
             config,
             seeds["split"],
             config.data.cache_dir,
+            table,
         )
         if prepared.get("cached"):
             cached.append("prepare")
@@ -413,6 +427,7 @@ def fraud_augmentation(
             started_monotonic=started_monotonic,
             cached_stages=cached,
             tracking=mlflow_run,
+            schema=table,
         )
         publish(str(run_dir), written["report"])
         status = "FINISHED"

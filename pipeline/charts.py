@@ -285,9 +285,12 @@ def heatmap(
 ) -> Markup:
     """A square diverging heat map (scale -1..1) with a ``<title>`` on each cell."""
     n = len(labels)
-    left, top = 44, 30
+    top = 30
+    # Room for the longest row label (about 6 px a character at the tick size).
+    left = max(44, 8 + 6 * max((len(str(name)) for name in labels), default=0))
     size = n * cell
-    width, height = left + size + 70, top + size + 44
+    width = left + size + 70
+    height = top + size + 14 + 5 * max((len(str(n)) for n in labels), default=6)
     parts = _svg_open(width, height, title, "chart heatmap")
     for i, row in enumerate(matrix):
         for j, value in enumerate(row):
@@ -314,6 +317,83 @@ def heatmap(
             f'y="{y + 4:.1f}" class="tick">{v:+.1f}</text>'
         )
     parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def bar_chart(
+    categories: Sequence[str],
+    series: Sequence[dict[str, Any]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    width: int = 360,
+    height: int = 250,
+) -> Markup:
+    """Grouped bars: one group per category, one bar per series
+    ``{"name", "values": [...], "colour"}`` (optional ``"dash"``: an outlined
+    bar), each with a ``<title>`` and ``data-series``."""
+    left, right, top, bottom = 56, 12, 28, 56
+    pw, ph = width - left - right, height - top - bottom
+    columns = max(1, pw // 150)
+    legend_rows = math.ceil(len(series) / columns)
+    height += 15 * legend_rows + 6
+    values = [v for s in series for v in s["values"] if _finite(v)]
+    y1 = max(values) if values else 1.0
+    y1 = y1 if y1 > 0 else 1.0
+    group = pw / max(len(categories), 1)
+    bar = group * 0.8 / max(len(series), 1)
+    parts = [
+        *_svg_open(width, height, title, "chart bars", title_x=left),
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>',
+    ]
+    for i in range(5):
+        fy = y1 * i / 4
+        y = top + ph - ph * i / 4
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" '
+            f'class="grid"/><text x="{left - 6}" y="{y + 4:.1f}" class="tick" '
+            f'text-anchor="end">{tick(fy, y1 / 4)}</text>'
+        )
+    for k, category in enumerate(categories):
+        gx = left + k * group + group * 0.1
+        for j, s in enumerate(series):
+            value = s["values"][k]
+            if not _finite(value):
+                continue
+            h = ph * value / y1
+            style = (
+                f'fill="none" stroke="{_attr(s["colour"])}" stroke-width="1.5"'
+                if s.get("dash")
+                else f'fill="{_attr(s["colour"])}"'
+            )
+            parts.append(
+                f'<rect x="{gx + j * bar:.1f}" y="{top + ph - h:.1f}" '
+                f'width="{max(bar - 1, 1):.1f}" height="{h:.1f}" {style} '
+                f'data-series="{_attr(s["name"])}"><title>{escape(s["name"])}, '
+                f"{escape(category)}: {value:.3f}</title></rect>"
+            )
+        cx, cy = left + k * group + group / 2, top + ph + 12
+        parts.append(
+            f'<text x="{cx:.1f}" y="{cy}" class="tick" text-anchor="end" '
+            f'transform="rotate(-30 {cx:.1f} {cy})">{escape(category)}</text>'
+        )
+    col_w = pw / columns
+    for i, s in enumerate(series):
+        lx = left + (i % columns) * col_w
+        ly = top + ph + bottom + 4 + 15 * (i // columns)
+        parts.append(
+            f'<g class="legend-item" data-series="{_attr(s["name"])}">'
+            f'<rect x="{lx:.1f}" y="{ly - 9}" width="12" height="9" '
+            f'fill="{_attr(s["colour"])}"/><text x="{lx + 17:.1f}" y="{ly}" '
+            f'class="legend">{escape(s["name"])}</text></g>'
+        )
+    parts.append(
+        f'<text x="{left + pw / 2}" y="{top + ph + bottom - 6}" class="axis" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+        f'<text x="14" y="{top + ph / 2}" class="axis" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + ph / 2})">{escape(y_label)}</text></svg>'
+    )
     return Markup("".join(parts))
 
 

@@ -24,6 +24,7 @@ from pipeline.paths import (
     nearest_existing,
 )
 from pipeline.registry import DEFAULT_MODEL_URI  # (stdlib only at import)
+from pipeline.schema import BUILT_IN, SCHEMA_FILE
 
 logger = logging.getLogger("pipeline.cli")
 
@@ -51,16 +52,56 @@ def _cmd_demo_data(args: argparse.Namespace) -> int:
     from pipeline.datasets import write_demo_data
 
     out = write_demo_data(
-        args.out, args.rows, fraud_share=args.fraud_share, random_state=args.seed
+        args.out,
+        args.rows,
+        fraud_share=args.fraud_share,
+        random_state=args.seed,
+        kind=args.kind,
+        days=args.days,
     )
-    print(f"wrote {args.rows:,} demo rows to {out} (synthetic, not real transactions)")
+    print(f"wrote demo rows to {out} (synthetic, not real transactions)")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ConfigError(
+            f"{out} exists (perhaps a schema you edited); choose another --out or "
+            "pass --force to replace it"
+        )
+    check_writable(out.parent if str(out.parent) else ".", "--out")
+    check_input_table(args.data)
+    from pipeline.ingest import read_raw
+    from pipeline.schema import detect_schema, format_detection, save_schema
+
+    frame = read_raw(args.data)
+    schema, reasons = detect_schema(
+        frame,
+        label=args.label,
+        positive=args.positive,
+        time=args.time,
+        amount=args.amount,
+        ids=args.id,
+        ignore=args.ignore,
+        name=args.name or Path(args.data).name.split(".")[0],
+        max_categories=args.max_categories,
+    )
+    save_schema(out, schema)
+    print(format_detection(reasons, schema))
+    print(
+        f"\nwrote {out}: check the kinds above, edit the file where they are wrong, "
+        f"then: fraudaug validate {args.data} --schema {out}"
+    )
     return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.ingest import read_transactions
+    from pipeline.schema import load_schema
 
-    _, summary = read_transactions(args.path)
+    schema = load_schema(args.schema)
+    _, summary = read_transactions(args.path, schema)
     if args.json:
         print(json.dumps(summary.to_dict(), indent=2))
     else:
@@ -68,7 +109,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(
             f"{summary.path}: OK — {summary.rows:,} rows, {summary.frauds:,} frauds "
             f"({share:.3%}), {summary.duplicate_rows:,} duplicate rows, "
-            f"sha256 {summary.sha256}" + (" [demo data]" if summary.demo else "")
+            f"sha256 {summary.sha256}, schema {schema.name}"
+            + (" [demo data]" if summary.demo else "")
         )
     return 0
 
@@ -121,8 +163,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.split_mode:
         overrides.setdefault("split", {})["mode"] = args.split_mode
     overrides = overrides or None
-    # A bad profile, override or output folder fails here, before Prefect starts.
+    # A bad profile, override, schema or output folder fails here, before Prefect
+    # starts.
     config = load_config(args.profile, seed=args.seed, overrides=overrides)
+    from pipeline.schema import load_schema
+
+    schema = load_schema(args.schema)
+    schema.check_gan_columns(config.gan.condition_on, config.gan.mode_columns)
     check_writable(config.data.cache_dir, "cache")
     from pipeline.tracking import check_tracking_uri, resolve_tracking_uri
 
@@ -132,7 +179,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # exit 2, nothing written; the flow's ingest then reuses the cached copy.
     from pipeline.stages import stage_ingest
 
-    ingested = stage_ingest(data, config.data.cache_dir)
+    ingested = stage_ingest(data, config.data.cache_dir, schema)
     if args.dask_address:
         _check_cluster(
             args.dask_address,
@@ -154,6 +201,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         reports_dir=args.reports,
         overrides=overrides,
         tracking_uri=tracking_uri,
+        schema_path=args.schema,
     )
     print(result["report"])
     return 0
@@ -187,8 +235,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise DataValidationError(f"{data}: no such file")
     check_writable(args.reports, "reports")
     from pipeline.config import load_config
+    from pipeline.schema import load_schema
 
     load_config(args.profile)  # a bad profile fails here
+    load_schema(args.schema)  # so does a bad schema file
     from pipeline.tracking import URI_ENV, check_tracking_uri, resolve_tracking_uri
 
     tracking_uri = resolve_tracking_uri(args.tracking_uri)
@@ -208,6 +258,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "data_path": args.data,
             "profile": args.profile,
             "reports_dir": args.reports,
+            "schema_path": args.schema,
         },
         task_runner=args.task_runner,
         dask_address=args.dask_address,
@@ -241,7 +292,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
         TableWriter(out) as writer,
         RowProgress(f"scoring {Path(args.input).name}") as progress,
     ):
-        for frame, first_row, fraction in prefetched(iter_unlabelled(args.input)):
+        batches = iter_unlabelled(args.input, scorer.schema)
+        for frame, first_row, fraction in prefetched(batches):
             scores = scorer.score(frame, first_row)
             writer.write(scores)
             flagged += int(scores["flagged"].sum())
@@ -252,6 +304,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
         f"run {champion['run_id']}, threshold {champion['threshold']:.4f}): "
         f"{flagged:,} flagged; wrote {out}"
     )
+    if scorer.unseen:
+        print(
+            "categories never seen in training (scored as 'unseen'): "
+            + ", ".join(f"{c} {n:,} rows" for c, n in scorer.unseen.items())
+        )
     return 0
 
 
@@ -269,18 +326,40 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             f"{run_dir}: no GAN for split {args.split} (was cwgan_gp among the run's "
             "methods? is the split number right?)"
         )
+    if args.where:  # checked against the split's vocabularies before any import
+        from pipeline.schema import parse_where
+
+        transformer = run_dir / f"split-{args.split}" / "gan" / "transformer.json"
+        try:
+            features = json.loads(transformer.read_text())["features"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"{transformer}: cannot read ({exc})") from exc
+        parse_where(args.where, features)
     from pipeline.artifacts import TableWriter
     from pipeline.backend import describe_device
-    from pipeline.gan.generate import gan_dir_of_run, iter_transactions
+    from pipeline.gan.generate import gan_dir_of_run, iter_transactions, left_out
+    from pipeline.schema import load_schema
     from pipeline.streaming import RowProgress, prefetched
 
     gan_dir = gan_dir_of_run(run_dir, args.split)
     logger.info(
-        "generating %s rows with %s on %s", f"{args.n:,}", gan_dir, describe_device()
+        "generating %s rows with %s on %s%s",
+        f"{args.n:,}",
+        gan_dir,
+        describe_device(),
+        f" ({args.where})" if args.where else "",
     )
     frames = iter_transactions(
-        gan_dir, args.n, random_state=args.seed, chunk_rows=args.chunk_rows
+        gan_dir,
+        args.n,
+        random_state=args.seed,
+        chunk_rows=args.chunk_rows,
+        where=args.where,
     )
+    schema_file = run_dir / SCHEMA_FILE
+    if schema_file.is_file():
+        for note in left_out(load_schema(schema_file)):
+            logger.info("left out: %s", note)
     with (
         TableWriter(out) as writer,
         RowProgress("generating", total=args.n) as progress,
@@ -300,6 +379,15 @@ def _tracking_arg(p: argparse.ArgumentParser) -> None:
     )
     # The registry was a models/ folder before it moved to MLflow: say so.
     p.add_argument("--models", help=argparse.SUPPRESS)
+
+
+def _schema_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--schema",
+        default=BUILT_IN,
+        help=f"the table's schema file (from `fraudaug schema`); default: {BUILT_IN}, "
+        "the built-in Kaggle schema",
+    )
 
 
 def _runner_args(p: argparse.ArgumentParser) -> None:
@@ -329,7 +417,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_fetch_data)
 
     p = sub.add_parser("demo-data", help="write deterministic synthetic data")
+    p.add_argument(
+        "--kind",
+        choices=["kaggle", "transactions"],
+        default="kaggle",
+        help="kaggle: the Kaggle file's 31 columns (default); transactions: a fraud "
+        "team's own kind of table (ids, a timestamp, categories, counts, a text "
+        "label), simulated as in the Fraud Detection Handbook",
+    )
     p.add_argument("--rows", type=int, default=284_807, help="default: 284807")
+    p.add_argument(
+        "--days", type=int, default=90, help="transactions: days covered (default 90)"
+    )
     p.add_argument("--out", required=True, help=".csv, .csv.gz or .parquet")
     p.add_argument(
         "--fraud-share", type=float, default=492 / 284_807, help="default: 0.00173"
@@ -337,8 +436,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_cmd_demo_data)
 
+    p = sub.add_parser(
+        "schema", help="detect a table's schema (column kinds) and write it as JSON"
+    )
+    p.add_argument("data", help=".csv(.gz), .zip or .parquet")
+    p.add_argument("--label", required=True, help="the fraud label column")
+    p.add_argument(
+        "--positive", help="the label's fraud value (default: 1/true, else the rarer)"
+    )
+    p.add_argument("--time", help="the time column (timestamp or numeric)")
+    p.add_argument("--amount", help="the transaction amount column")
+    p.add_argument(
+        "--id", action="append", default=[], help="an identifier column (repeatable)"
+    )
+    p.add_argument(
+        "--ignore", action="append", default=[], help="a column to drop (repeatable)"
+    )
+    p.add_argument("--name", help="the schema's name (default: the file's)")
+    p.add_argument(
+        "--max-categories",
+        type=int,
+        default=50,
+        help="text columns with more values are identifiers (default: 50)",
+    )
+    p.add_argument("--out", required=True, help="the schema file to write (.json)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out")
+    p.set_defaults(func=_cmd_schema)
+
     p = sub.add_parser("validate", help="check a transactions file, print a summary")
     p.add_argument("path")
+    _schema_arg(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_cmd_validate)
 
@@ -355,10 +482,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="rows generated and written at a time (default: 32768); the rows do "
         "not depend on it",
     )
+    p.add_argument(
+        "--where",
+        metavar="COLUMN=VALUE",
+        help="only frauds of one category, e.g. --where channel=CNP",
+    )
     p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("run", help="run the whole pipeline as a Prefect flow")
     p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")
+    _schema_arg(p)
     p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reports", default="reports", help="default: reports/")
@@ -384,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cron", default="0 3 * * *", help="nightly schedule (03:00)")
     p.add_argument("--timezone", default="UTC", help="of the schedule (default UTC)")
     p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")
+    _schema_arg(p)
     p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
     p.add_argument("--reports", default="reports", help="default: reports/")
     _runner_args(p)

@@ -111,14 +111,21 @@ class GANConfig(_Section):
     encoding: Literal["standard", "quantile", "mode_specific"] = Field(
         "quantile",
         description="The space the GAN learns in: the shared model space; each "
-        "column's normal score on the GAN's training rows (point masses such as "
-        "Amount = 1.00 stay exact); or CTGAN's mode-specific normalisation of "
-        "mode_columns (see pipeline.gan.encoding).",
+        "column's normal score on the GAN's training rows (point masses such as an "
+        "amount of exactly 1.00 stay exact); or CTGAN's mode-specific normalisation "
+        "of mode_columns (see pipeline.gan.encoding). Categorical columns are "
+        "one-hot blocks in every encoding.",
     )
-    mode_columns: tuple[int, ...] = Field(
-        (0, 29),
-        description="mode_specific encoding: the columns it normalises per mode "
-        "(positions in the model space: 0 = Time, 29 = Amount).",
+    mode_columns: tuple[str, ...] | None = Field(
+        None,
+        description="mode_specific encoding: the numeric columns it normalises per "
+        "mode, by name (default: the schema's time and amount columns).",
+    )
+    condition_on: str | None = Field(
+        None,
+        description="A categorical column the GAN is conditioned on, beside the "
+        "class (CTGAN's conditional vector with training-by-sampling), so that "
+        "`fraudaug generate --where COLUMN=VALUE` draws frauds of one kind.",
     )
     dequantize: bool = Field(
         True,
@@ -194,6 +201,12 @@ class GANConfig(_Section):
 
 
 class DetectorConfig(_Section):
+    categorical: Literal["partition", "onehot"] = Field(
+        "onehot",
+        description="How XGBoost splits on categorical columns (native categorical "
+        "support): onehot (one category against the rest, as on one-hot columns) "
+        "or partition (a set of categories against the rest).",
+    )
     n_estimators: int = Field(400, ge=1)
     max_depth: int = Field(6, ge=1)
     learning_rate: float = Field(0.05, gt=0.0)
@@ -231,7 +244,9 @@ class EvaluationConfig(_Section):
     smote_k_neighbors: int = Field(5, ge=1)
     n_jobs: int = Field(2, ge=1, description="Threads for samplers' neighbour search.")
     review_cost: float = Field(
-        5.0, ge=0.0, description="Cost of reviewing one alert, in Amount units."
+        5.0,
+        ge=0.0,
+        description="Cost of reviewing one alert, in the amount column's units.",
     )
     n_bootstrap: int = Field(
         200, ge=0, description="Bootstrap resamples of the test rows per split."

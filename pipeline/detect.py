@@ -8,8 +8,17 @@ from pathlib import Path
 import numpy as np
 from imblearn import FunctionSampler
 from imblearn.combine import SMOTEENN, SMOTETomek
-from imblearn.over_sampling import ADASYN, SMOTE, BorderlineSMOTE, RandomOverSampler
+from imblearn.over_sampling import (
+    ADASYN,
+    SMOTE,
+    SMOTEN,
+    SMOTENC,
+    BorderlineSMOTE,
+    RandomOverSampler,
+)
+from imblearn.over_sampling.base import BaseOverSampler
 from imblearn.pipeline import Pipeline
+from sklearn.base import clone
 from xgboost import XGBClassifier
 
 from pipeline.cleaning import FastEditedNearestNeighbours, FastTomekLinks
@@ -22,12 +31,27 @@ def make_detector(
     *,
     random_state: int,
     scale_pos_weight: float | None = None,
+    feature_types: list[str] | None = None,
 ) -> XGBClassifier:
     """The shared XGBoost (hist trees, early stopping on validation AUPRC).
 
     ``scale_pos_weight`` is set only by the ``class_weight`` method.
+    ``feature_types`` (``"c"`` for a categorical code column, ``"q"`` numeric; see
+    ``TabularTransformer.feature_types``) turns on XGBoost's native categorical
+    splits, one category against the rest or a partition of the categories
+    (``config.categorical``); a code never seen in training follows the
+    "other categories" branch.
     """
+    categorical = {}
+    if feature_types is not None:
+        categorical = {
+            "enable_categorical": True,
+            "feature_types": list(feature_types),
+            # XGBoost uses one-hot splits below this many categories.
+            "max_cat_to_onehot": 1_000_000 if config.categorical == "onehot" else 1,
+        }
     return XGBClassifier(
+        **categorical,
         scale_pos_weight=scale_pos_weight,
         n_estimators=config.n_estimators,
         max_depth=config.max_depth,
@@ -64,6 +88,58 @@ def amount_targets(y: np.ndarray, evaluation: EvaluationConfig) -> list[int]:
     return sorted({t for t in targets if n_min < t < cap} | {cap})
 
 
+class OneHotOverSampler(BaseOverSampler):
+    """An over-sampler that needs numeric rows (borderline SMOTE, ADASYN), run on a
+    one-hot encoding of the categorical columns, its new rows projected back: the
+    largest value of each block picks the category (so every category is one the
+    training rows have). The original rows come back exactly as they were, first.
+
+    Parameters
+    ----------
+    sampler : imblearn over-sampler
+        Cloned; its ``sampling_strategy`` is replaced by this one's.
+    categorical_features : list of int
+        Columns holding category codes.
+    sampling_strategy : as in imbalanced-learn
+    """
+
+    _parameter_constraints: dict = {
+        **BaseOverSampler._parameter_constraints,
+        "sampler": [BaseOverSampler],
+        "categorical_features": ["array-like"],
+    }
+
+    def __init__(self, *, sampler, categorical_features, sampling_strategy="auto"):
+        super().__init__(sampling_strategy=sampling_strategy)
+        self.sampler = sampler
+        self.categorical_features = categorical_features
+
+    def _fit_resample(self, X, y):
+        X = np.asarray(X, dtype=np.float64)
+        categorical = [int(c) for c in self.categorical_features]
+        numeric = [c for c in range(X.shape[1]) if c not in categorical]
+        levels = [np.unique(X[:, c]) for c in categorical]
+        blocks = [
+            (X[:, c][:, None] == lv).astype(np.float64)
+            for c, lv in zip(categorical, levels, strict=True)
+        ]
+        encoded = np.hstack([X[:, numeric], *blocks])
+        # The same strategy as given (sampling_strategy_ holds the rows to add,
+        # which a dict strategy would read as the rows to end with).
+        self.sampler_ = clone(self.sampler).set_params(
+            sampling_strategy=self.sampling_strategy
+        )
+        resampled, y_res = self.sampler_.fit_resample(encoded, y)
+        new = resampled[len(X) :]
+        out = np.empty((len(new), X.shape[1]))
+        out[:, numeric] = new[:, : len(numeric)]
+        start = len(numeric)
+        for column, lv in zip(categorical, levels, strict=True):
+            out[:, column] = lv[new[:, start : start + len(lv)].argmax(axis=1)]
+            start += len(lv)
+        return np.vstack([X, out]), y_res
+
+
 def make_sampler(
     method: str,
     evaluation: EvaluationConfig,
@@ -72,6 +148,8 @@ def make_sampler(
     gan: GANConfig | None = None,
     gan_dir: str | Path | None = None,
     n_minority: int | None = None,
+    categorical_features: list[int] | None = None,
+    n_features: int | None = None,
 ):
     """The sampler of a method (``None`` for ``none`` and ``class_weight``).
 
@@ -80,25 +158,52 @@ def make_sampler(
     ``evaluation.sampling_strategy``. ``cwgan_gp`` reuses the split's GAN from
     ``gan_dir`` when given (it is fitted once per split and checked against the
     training rows), else trains one.
+
+    With ``categorical_features`` (columns of category codes, of ``n_features``):
+    SMOTE becomes imbalanced-learn's SMOTENC (SMOTEN when every column is
+    categorical), also inside SMOTE-Tomek and SMOTE-ENN; borderline SMOTE and
+    ADASYN, which have no categorical variant, run on a one-hot encoding and
+    their rows are projected back (:class:`OneHotOverSampler`). No sampler hands
+    the detector a fractional category.
     """
     seed = random_state % 2**31
     strategy = (
         evaluation.sampling_strategy if n_minority is None else {1: int(n_minority)}
     )
     k = evaluation.smote_k_neighbors
+    categorical = list(categorical_features or [])
     if method in ("none", "class_weight"):
         return None
     if method == "random_over":
         return RandomOverSampler(sampling_strategy=strategy, random_state=seed)
-    smote = SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
+    if not categorical:
+        smote = SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
+    elif n_features is not None and len(categorical) == n_features:
+        smote = SMOTEN(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
+    else:
+        smote = SMOTENC(
+            categorical,
+            sampling_strategy=strategy,
+            k_neighbors=k,
+            random_state=seed,
+        )
     if method == "smote":
         return smote
-    if method == "borderline_smote":
-        return BorderlineSMOTE(
-            sampling_strategy=strategy, k_neighbors=k, random_state=seed
+    if method in ("borderline_smote", "adasyn"):
+        numeric_only = (
+            BorderlineSMOTE(
+                sampling_strategy=strategy, k_neighbors=k, random_state=seed
+            )
+            if method == "borderline_smote"
+            else ADASYN(sampling_strategy=strategy, n_neighbors=k, random_state=seed)
         )
-    if method == "adasyn":
-        return ADASYN(sampling_strategy=strategy, n_neighbors=k, random_state=seed)
+        if not categorical:
+            return numeric_only
+        return OneHotOverSampler(
+            sampler=numeric_only,
+            categorical_features=categorical,
+            sampling_strategy=strategy,
+        )
     if method == "smote_tomek":
         return SMOTETomek(
             sampling_strategy=strategy,
@@ -235,6 +340,16 @@ def added_size(pipeline: Pipeline) -> int:
 def was_reused(pipeline: Pipeline) -> bool:
     """Whether the detector was loaded from an identical earlier fit."""
     return bool(pipeline.named_steps["count"].kw_args["sink"].get("reused"))
+
+
+def feature_importance(detector: XGBClassifier, names: list[str]) -> dict[str, float]:
+    """Total gain of each feature's splits, as a share of all (0 for a feature
+    the trees never split on), by the model-space feature names."""
+    gain = detector.get_booster().get_score(importance_type="total_gain")
+    values = np.array([gain.get(f"f{j}", 0.0) for j in range(len(names))])
+    total = values.sum()
+    shares = values / total if total > 0 else values
+    return {name: round(float(v), 6) for name, v in zip(names, shares, strict=True)}
 
 
 def fraud_scores(pipeline: Pipeline, X: np.ndarray) -> np.ndarray:

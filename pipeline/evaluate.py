@@ -67,9 +67,9 @@ def compute_metrics(
         Alert threshold, chosen beforehand on the validation rows (never here).
         When given: F1, precision, recall and the confusion matrix at it.
     amount : array-like of shape (n_samples,), optional
-        Transaction amounts: with ``threshold``, the cost view ``net_savings`` =
-        fraud amount caught - ``review_cost`` x alerts, against 0 for flagging
-        nothing.
+        Transaction amounts (the schema's amount column): with ``threshold``, the
+        cost view ``net_savings`` = fraud amount caught - ``review_cost`` x alerts,
+        against 0 for flagging nothing. Without it there is no cost view.
     """
     y_true = np.asarray(y_true)
     scores = np.asarray(scores)
@@ -95,6 +95,7 @@ def compute_metrics(
             recall=recall,
             f1=2 * precision * recall / (precision + recall) if tp else 0.0,
             confusion={"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+            alerts=tp + fp,
         )
         if amount is not None:
             amount = np.asarray(amount, dtype=float)
@@ -102,7 +103,6 @@ def compute_metrics(
             out.update(
                 fraud_amount=float(amount[y_true == 1].sum()),
                 fraud_amount_caught=caught,
-                alerts=tp + fp,
                 review_cost=float(review_cost),
                 net_savings=caught - review_cost * (tp + fp),
             )

@@ -1,4 +1,4 @@
-"""Read and validate the Kaggle credit-card transactions file.
+"""Read and validate a transactions file by its schema (:mod:`pipeline.schema`).
 
 Accepted: ``.csv``, ``.csv.gz``, ``.zip`` (as Kaggle serves it, one CSV inside) and
 ``.parquet``. The frame keeps a ``RangeIndex`` equal to each row's 0-based position in
@@ -18,6 +18,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,13 +26,9 @@ import pandas as pd
 from pipeline.artifacts import file_sha256
 from pipeline.errors import DataValidationError
 from pipeline.paths import check_input_table
+from pipeline.schema import KAGGLE, TableSchema, canonical_label, describe_names
 
 logger = logging.getLogger(__name__)
-
-FEATURES: tuple[str, ...] = ("Time", *(f"V{i}" for i in range(1, 29)), "Amount")
-"""The 30 feature columns, in Kaggle order."""
-TARGET = "Class"
-COLUMNS: tuple[str, ...] = (*FEATURES, TARGET)
 
 DEMO_SUFFIX = ".demo.json"
 """Sidecar written next to demo data so every report built on it can say so."""
@@ -64,7 +61,25 @@ def _parse_error(path: Path, exc: Exception) -> DataValidationError:
     return DataValidationError(f"{path}: cannot parse as CSV: {text}")
 
 
-def _read_raw(path: Path, kind: str) -> pd.DataFrame:
+def read_raw(path: str | Path) -> pd.DataFrame:
+    """A table as read, with the readers' own type inference (no schema yet: what
+    ``fraudaug schema`` detects kinds from).
+
+    Raises
+    ------
+    DataValidationError
+        The file is missing, empty or unreadable.
+    """
+    path = Path(path)
+    frame = _read_raw(path, check_input_table(path), None)
+    if len(frame.columns) == 0:
+        raise DataValidationError(f"{path}: file is empty; expected a header")
+    return frame.rename(columns=lambda c: str(c).strip())
+
+
+def _read_raw(
+    path: Path, kind: str, schema: TableSchema | None = KAGGLE
+) -> pd.DataFrame:
     if kind == "parquet":
         try:
             return pd.read_parquet(path)
@@ -75,7 +90,13 @@ def _read_raw(path: Path, kind: str) -> pd.DataFrame:
     try:
         # Columns that do not parse as numbers come back as text and are checked
         # cell by cell, so an error can name the column and row.
-        return pd.read_csv(path, encoding="utf-8-sig", compression="infer")
+        # Text kinds are read as text: a category "007" keeps its zeros.
+        text = {
+            c.name: str
+            for c in (schema.columns if schema is not None else ())
+            if c.kind in ("categorical", "id", "label", "datetime", "boolean")
+        }
+        return pd.read_csv(path, encoding="utf-8-sig", compression="infer", dtype=text)
     except pd.errors.EmptyDataError as exc:
         raise DataValidationError(f"{path}: file is empty; expected a header") from exc
     except pd.errors.ParserError as exc:
@@ -120,7 +141,9 @@ def _describe_row(kind: str, row: int) -> str:
     return f"row {row} (line {row + 2})" if kind == "csv" else f"row {row}"
 
 
-def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> None:
+def _check_columns(
+    path: Path, frame: pd.DataFrame, schema: TableSchema, labelled: bool = True
+) -> None:
     columns = [str(c).strip() for c in frame.columns]
     if len(columns) == 1:
         for sep in (";", "\t", "|"):
@@ -129,8 +152,10 @@ def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> No
                     f"{path}: header is one column separated by {sep!r}; "
                     "expected a comma-separated file"
                 )
-    missing = [c for c in (COLUMNS if labelled else FEATURES) if c not in columns]
-    extra = [c for c in columns if c not in COLUMNS]  # Class is optional, not extra
+    required = schema.required_columns(labelled=labelled)
+    missing = [c for c in required if c not in columns]
+    # Optional columns (the label, ids, ... when scoring) are not extra.
+    extra = [c for c in columns if c not in schema.names]
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     problems = []
     if missing:
@@ -140,16 +165,35 @@ def _check_columns(path: Path, frame: pd.DataFrame, labelled: bool = True) -> No
     if duplicated:
         problems.append(f"repeated column(s) {', '.join(duplicated)}")
     if problems:
-        wanted = (
-            "the 31 Kaggle columns Time, V1..V28, Amount, Class"
-            if labelled
-            else "the Kaggle feature columns Time, V1..V28, Amount (Class optional)"
+        if labelled:
+            wanted = (
+                f"the {len(schema.names)} columns of the {schema.name} schema: "
+                f"{schema.describe_columns()}"
+            )
+        else:
+            optional = [c for c in schema.kept_columns if c not in required]
+            wanted = (
+                f"the {schema.name} schema's feature columns "
+                f"{describe_names(required)}"
+                + (f" ({', '.join(optional)} optional)" if optional else "")
+            )
+        hint = (
+            " (add them to the schema, as kind ignore to skip them)"
+            if extra and schema.name != "kaggle"
+            else ""
         )
-        raise DataValidationError(f"{path}: {'; '.join(problems)}; expected {wanted}")
+        raise DataValidationError(
+            f"{path}: {'; '.join(problems)}; expected {wanted}{hint}"
+        )
 
 
 def _to_numeric(
-    path: Path, kind: str, name: str, column: pd.Series, first_row: int = 0
+    path: Path,
+    kind: str,
+    name: str,
+    column: pd.Series,
+    first_row: int = 0,
+    names: tuple[str, ...] = (),
 ) -> np.ndarray:
     def at(row: int) -> str:
         return _describe_row(kind, first_row + row)
@@ -170,7 +214,7 @@ def _to_numeric(
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             found = text.iloc[row]
-            hint = " (a repeated header line?)" if found in COLUMNS else ""
+            hint = " (a repeated header line?)" if found in names else ""
             raise DataValidationError(
                 f"{path}: column {name}, {at(row)}: found "
                 f"{found[:40]!r}, expected a number{hint}"
@@ -178,15 +222,7 @@ def _to_numeric(
     nan = np.isnan(values)
     if nan.any():
         row = int(np.flatnonzero(nan)[0])
-        if kind == "csv":
-            # pandas pads a short line with NaN; say so instead of "missing value".
-            fields = _fields_on_line(path, first_row + row + 2)
-            header = _fields_on_line(path, 1) or len(COLUMNS)
-            if fields is not None and fields != header:
-                raise DataValidationError(
-                    f"{path}: line {first_row + row + 2}: found {fields} fields, "
-                    f"expected {header} (truncated or malformed line)"
-                )
+        _check_line_length(path, kind, first_row + row)
         raise DataValidationError(
             f"{path}: column {name}, {at(row)}: missing value (NaN); expected a number"
         )
@@ -200,35 +236,190 @@ def _to_numeric(
     return values
 
 
+def _check_line_length(path: Path, kind: str, row: int) -> None:
+    """pandas pads a short CSV line with missing values: say so instead of
+    "missing value" (error path only)."""
+    if kind != "csv":
+        return
+    fields = _fields_on_line(path, row + 2)
+    header = _fields_on_line(path, 1)
+    if fields is not None and header is not None and fields != header:
+        raise DataValidationError(
+            f"{path}: line {row + 2}: found {fields} fields, "
+            f"expected {header} (truncated or malformed line)"
+        )
+
+
+def _first_missing(
+    path: Path, kind: str, name: str, column: pd.Series, first_row: int, expected: str
+) -> None:
+    missing = column.isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        _check_line_length(path, kind, first_row + row)
+        raise DataValidationError(
+            f"{path}: column {name}, {_describe_row(kind, first_row + row)}: "
+            f"missing value; expected {expected}"
+        )
+
+
+_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
+_FALSE = {"false", "f", "no", "n", "0", "0.0"}
+
+
+def _to_boolean(
+    path: Path, kind: str, name: str, column: pd.Series, first_row: int
+) -> np.ndarray:
+    _first_missing(path, kind, name, column, first_row, "true or false")
+    if pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(dtype=bool)
+    text = column.astype(str).str.strip().str.lower()
+    true, false = text.isin(_TRUE).to_numpy(), text.isin(_FALSE).to_numpy()
+    bad = ~(true | false)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataValidationError(
+            f"{path}: column {name}, {_describe_row(kind, first_row + row)}: found "
+            f"{str(column.iloc[row])[:40]!r}, expected a boolean (true/false, 1/0, "
+            "yes/no)"
+        )
+    return true
+
+
+def _to_category(
+    path: Path, kind: str, name: str, column: pd.Series, first_row: int
+) -> pd.Series:
+    """Categories as text (``3`` and ``3.0`` in a file are the category ``"3"``)."""
+    _first_missing(
+        path,
+        kind,
+        name,
+        column,
+        first_row,
+        "a category (fill it in, e.g. 'unknown', or mark the column ignore)",
+    )
+    if pd.api.types.is_bool_dtype(column):
+        text = column.map({True: "true", False: "false"})
+    elif pd.api.types.is_float_dtype(column):
+        values = column.to_numpy(dtype=np.float64)
+        whole = np.isfinite(values) & (values == np.round(values))
+        text = pd.Series(
+            np.where(whole, values.astype(np.int64).astype(str), values.astype(str)),
+            index=column.index,
+        )
+    else:
+        text = column.astype(str).str.strip()
+    return text.astype(object).reset_index(drop=True)
+
+
+def _to_datetime(
+    path: Path, kind: str, spec, column: pd.Series, first_row: int
+) -> pd.Series:
+    name = spec.name
+    example = spec.format or "ISO 8601, e.g. 2024-03-01 14:05:00"
+    _first_missing(path, kind, name, column, first_row, f"a timestamp ({example})")
+    if pd.api.types.is_datetime64_any_dtype(column):
+        return column.reset_index(drop=True)
+    text = column.astype(str).str.strip()
+    try:
+        parsed = pd.to_datetime(text, errors="coerce", format=spec.format or "ISO8601")
+    except (ValueError, TypeError) as exc:  # e.g. mixed time zone offsets
+        raise DataValidationError(
+            f"{path}: column {name}: cannot read the timestamps ({exc})"
+        ) from exc
+    bad = parsed.isna().to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataValidationError(
+            f"{path}: column {name}, {_describe_row(kind, first_row + row)}: found "
+            f"{text.iloc[row][:40]!r}, expected a timestamp ({example})"
+        )
+    return parsed.reset_index(drop=True)
+
+
+def _to_label(
+    path: Path,
+    kind: str,
+    schema: TableSchema,
+    column: pd.Series,
+    first_row: int,
+) -> np.ndarray:
+    """1 where the label is the schema's positive value, else 0 (int8); exactly two
+    values, both present."""
+    name, spec = schema.label.column, schema.label
+    at = _describe_row
+    _first_missing(path, kind, name, column, first_row, "a label value")
+    canon = column.map(canonical_label)
+    positive = canonical_label(spec.positive)
+    if spec.negative is not None:
+        negative = canonical_label(spec.negative)
+        bad = ~canon.isin([positive, negative]).to_numpy()
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise DataValidationError(
+                f"{path}: column {name}, {at(kind, first_row + row)}: found "
+                f"{canon.iloc[row][:40]}, expected {negative} or {positive}"
+            )
+    values = pd.unique(canon)
+    if len(values) > 2:
+        shown = ", ".join(repr(v[:20]) for v in values[:4])
+        raise DataValidationError(
+            f"{path}: column {name}: found {len(values)} distinct values ({shown}"
+            f"{', ...' if len(values) > 4 else ''}); a label has two (positive "
+            f"value {spec.positive!r})"
+        )
+    labels = (canon == positive).to_numpy().astype(np.int8)
+    n_positive = int(labels.sum())
+    if n_positive == 0 and len(values) == 2:
+        raise DataValidationError(
+            f"{path}: column {name}: no row has the positive value "
+            f"{spec.positive!r} (found {', '.join(repr(v) for v in values)}); "
+            "check label.positive in the schema"
+        )
+    if n_positive == 0 or n_positive == len(labels):
+        value = values[0]
+        only = f"{value} (normal)" if n_positive == 0 else f"{value} (fraud)"
+        raise DataValidationError(
+            f"{path}: column {name}: every row is {only}; both classes are needed"
+        )
+    return labels
+
+
 def validate_frame(
     frame: pd.DataFrame,
     path: str | Path,
     kind: str = "csv",
     *,
+    schema: TableSchema = KAGGLE,
     labelled: bool = True,
     first_row: int = 0,
 ) -> pd.DataFrame:
-    """Check the Kaggle schema and return a clean, typed copy.
+    """Check a frame against ``schema`` and return a clean, typed copy.
 
     Parameters
     ----------
     frame : DataFrame
-        As read from the file (text or numeric columns, any column order).
+        As read from the file (text or typed columns, any column order).
     path : str or Path
         Named in error messages.
     kind : {"csv", "parquet"}
         How rows are described in errors (CSV rows also get their line number).
+    schema : TableSchema, default the built-in Kaggle schema
     labelled : bool, default True
-        False for rows to score: ``Class`` may be absent (it is then not
-        returned), and a single class or none is fine.
+        False for rows to score: the label may be absent (it is then not
+        returned), and a single class or none is fine; id and other non-feature
+        columns are optional (returned when present).
     first_row : int, default 0
         The file's row number of the frame's first row (a batch of a stream), so
         errors name the row and line in the file.
 
     Returns
     -------
-    DataFrame of shape (n_samples, 31)
-        Columns in Kaggle order, features float64, ``Class`` int8, index 0..n-1.
+    DataFrame
+        The schema's columns in its order (ignored ones dropped): numeric
+        float64, integer int64, boolean bool, categorical text, datetime
+        datetime64, ids as read, the label int8 (1 = the positive value);
+        index 0..n-1.
 
     Raises
     ------
@@ -237,39 +428,59 @@ def validate_frame(
     """
     path = Path(path)
     frame = frame.rename(columns=lambda c: str(c).strip())
-    _check_columns(path, frame, labelled)
+    _check_columns(path, frame, schema, labelled)
     if len(frame) == 0:
         raise DataValidationError(f"{path}: header only, no data rows")
-    names = COLUMNS if labelled else FEATURES
-    data = {
-        name: _to_numeric(path, kind, name, frame[name], first_row) for name in names
-    }
-    negative = data["Amount"] < 0
-    if negative.any():
-        row = int(np.flatnonzero(negative)[0])
-        raise DataValidationError(
-            f"{path}: column Amount, {_describe_row(kind, first_row + row)}: "
-            f"found {data['Amount'][row]:g}, expected an amount >= 0"
-        )
-    if not labelled:
-        return pd.DataFrame(data)
-    labels = data[TARGET]
-    bad = (labels != 0) & (labels != 1)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise DataValidationError(
-            f"{path}: column Class, {_describe_row(kind, first_row + row)}: found "
-            f"{labels[row]:g}, expected 0 or 1"
-        )
-    n_fraud = int(labels.sum())
-    if n_fraud == 0 or n_fraud == len(labels):
-        only = "0 (normal)" if n_fraud == 0 else "1 (fraud)"
-        raise DataValidationError(
-            f"{path}: column Class: every row is {only}; both classes are needed"
-        )
-    out = pd.DataFrame({name: data[name] for name in FEATURES})
-    out[TARGET] = labels.astype(np.int8)
-    return out
+    data: dict[str, Any] = {}
+    for spec in schema.columns:
+        name = spec.name
+        if spec.kind == "ignore" or name not in frame.columns:
+            continue
+        if spec.kind == "label" and not labelled:
+            continue
+        column = frame[name]
+        if spec.kind in ("numeric", "integer"):
+            values = _to_numeric(path, kind, name, column, first_row, schema.names)
+            if name == schema.amount or spec.skewed:
+                negative = values < 0
+                if negative.any():
+                    row = int(np.flatnonzero(negative)[0])
+                    expected = (
+                        "an amount >= 0"
+                        if name == schema.amount
+                        else "a value >= 0 (the schema marks it skewed: log1p)"
+                    )
+                    raise DataValidationError(
+                        f"{path}: column {name}, "
+                        f"{_describe_row(kind, first_row + row)}: found "
+                        f"{values[row]:g}, expected {expected}"
+                    )
+            if spec.kind == "integer":
+                fractional = values != np.round(values)
+                if fractional.any():
+                    row = int(np.flatnonzero(fractional)[0])
+                    raise DataValidationError(
+                        f"{path}: column {name}, "
+                        f"{_describe_row(kind, first_row + row)}: found "
+                        f"{values[row]:g}, expected a whole number (kind integer)"
+                    )
+                values = values.astype(np.int64)
+            data[name] = values
+        elif spec.kind == "boolean":
+            data[name] = _to_boolean(path, kind, name, column, first_row)
+        elif spec.kind == "categorical":
+            data[name] = _to_category(path, kind, name, column, first_row)
+        elif spec.kind == "datetime":
+            data[name] = _to_datetime(path, kind, spec, column, first_row)
+        elif spec.kind == "label":
+            data[name] = _to_label(path, kind, schema, column, first_row)
+        else:  # id: carried as read (text stripped)
+            data[name] = (
+                column.astype(str).str.strip().astype(object)
+                if column.dtype == object
+                else column
+            ).reset_index(drop=True)
+    return pd.DataFrame(data)
 
 
 BATCH_BYTES = 16 << 20
@@ -292,15 +503,19 @@ _CSV_NULLS = {
 
 
 def iter_unlabelled(
-    path: str | Path, *, batch_bytes: int = BATCH_BYTES, batch_rows: int = BATCH_ROWS
+    path: str | Path,
+    schema: TableSchema = KAGGLE,
+    *,
+    batch_bytes: int = BATCH_BYTES,
+    batch_rows: int = BATCH_ROWS,
 ) -> Iterator[tuple[pd.DataFrame, int, float]]:
     """Read and validate transactions to score, batch by batch, in bounded memory.
 
-    Yields ``(frame, first_row, fraction)``: the 30 feature columns of a batch
-    (a ``Class`` column may be present and is ignored; see :func:`validate_frame`,
-    ``labelled=False``), the file's row number of its first row, and the share of
-    the file read so far. CSV (also ``.csv.gz`` and ``.zip``) goes through
-    pyarrow's streaming reader, Parquet by its row groups.
+    Yields ``(frame, first_row, fraction)``: a batch's feature columns and the id
+    columns present (the label may be present and is ignored; see
+    :func:`validate_frame`, ``labelled=False``), the file's row number of its first
+    row, and the share of the file read so far. CSV (also ``.csv.gz`` and
+    ``.zip``) goes through pyarrow's streaming reader, Parquet by its row groups.
 
     Raises
     ------
@@ -310,13 +525,15 @@ def iter_unlabelled(
     path = Path(path)
     kind = check_input_table(path)
     if kind == "parquet":
-        stream = _iter_parquet(path, batch_rows)
+        stream = _iter_parquet(path, schema, batch_rows)
     else:
-        stream = _iter_csv(path, batch_bytes)
+        stream = _iter_csv(path, schema, batch_bytes)
     n_rows = 0
     for frame, fraction in stream:
         yield (
-            validate_frame(frame, path, kind, labelled=False, first_row=n_rows),
+            validate_frame(
+                frame, path, kind, schema=schema, labelled=False, first_row=n_rows
+            ),
             n_rows,
             fraction,
         )
@@ -325,7 +542,14 @@ def iter_unlabelled(
         raise DataValidationError(f"{path}: header only, no data rows")
 
 
-def _iter_parquet(path: Path, batch_rows: int) -> Iterator[tuple[pd.DataFrame, float]]:
+def _scored_columns(schema: TableSchema, names: list[str]) -> list[str]:
+    """What a scoring stream reads: every kept column present but the label."""
+    return [c for c in schema.kept_columns if c in names and c != schema.label.column]
+
+
+def _iter_parquet(
+    path: Path, schema: TableSchema, batch_rows: int
+) -> Iterator[tuple[pd.DataFrame, float]]:
     import pyarrow.parquet as pq
 
     try:
@@ -335,15 +559,28 @@ def _iter_parquet(path: Path, batch_rows: int) -> Iterator[tuple[pd.DataFrame, f
             f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})"
         ) from exc
     names = parquet.schema_arrow.names
-    _check_columns(path, pd.DataFrame(columns=names), labelled=False)
+    _check_columns(path, pd.DataFrame(columns=names), schema, labelled=False)
     total = max(parquet.metadata.num_rows, 1)
     done = 0
-    for batch in parquet.iter_batches(batch_size=batch_rows, columns=list(FEATURES)):
+    columns = _scored_columns(schema, names)
+    for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
         done += batch.num_rows
         yield batch.to_pandas(), done / total
 
 
-def _iter_csv(path: Path, batch_bytes: int) -> Iterator[tuple[pd.DataFrame, float]]:
+def _csv_types(schema: TableSchema, pa) -> dict:
+    """pyarrow types to read each column as: numbers as float64 (checked whole
+    later for integers), everything else as text (parsed by the validator, which
+    names the row of a bad cell)."""
+    return {
+        c.name: pa.float64() if c.kind in ("numeric", "integer") else pa.string()
+        for c in schema.columns
+    }
+
+
+def _iter_csv(
+    path: Path, schema: TableSchema, batch_bytes: int
+) -> Iterator[tuple[pd.DataFrame, float]]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -360,7 +597,7 @@ def _iter_csv(path: Path, batch_bytes: int) -> Iterator[tuple[pd.DataFrame, floa
             source = pa.CompressedInputStream(raw, "gzip")
         else:
             source = raw
-        convert = pacsv.ConvertOptions(column_types={c: pa.float64() for c in COLUMNS})
+        convert = pacsv.ConvertOptions(column_types=_csv_types(schema, pa))
         try:
             reader = pacsv.open_csv(
                 source,
@@ -368,22 +605,25 @@ def _iter_csv(path: Path, batch_bytes: int) -> Iterator[tuple[pd.DataFrame, floa
                 convert_options=convert,
             )
             names = reader.schema.names
-            _check_columns(path, pd.DataFrame(columns=names), labelled=False)
+            _check_columns(path, pd.DataFrame(columns=names), schema, labelled=False)
             for batch in reader:
                 yield batch.to_pandas(), raw.tell() / size
         except (pa.ArrowException, OSError, EOFError, zipfile.BadZipFile) as exc:
-            raise _locate_csv_error(path, exc) from exc
+            raise _locate_csv_error(path, schema, exc) from exc
 
 
-def _locate_csv_error(path: Path, exc: Exception) -> DataValidationError:
+def _locate_csv_error(
+    path: Path, schema: TableSchema, exc: Exception
+) -> DataValidationError:
     """pyarrow's streaming reader names no line: find the first malformed line or
     unreadable number with Python's ``csv`` module (error path only)."""
     text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    numbers = {c.name for c in schema.columns if c.kind in ("numeric", "integer")}
     try:
         with _open_text(path) as fh:
             records = csv.reader(fh)
             header = [c.strip() for c in next(records)]
-            numeric = [(i, c) for i, c in enumerate(header) if c in COLUMNS]
+            numeric = [(i, c) for i, c in enumerate(header) if c in numbers]
             for row, record in enumerate(records):
                 if len(record) != len(header):
                     return DataValidationError(
@@ -397,7 +637,9 @@ def _locate_csv_error(path: Path, exc: Exception) -> DataValidationError:
                     try:
                         float(cell)
                     except ValueError:
-                        hint = " (a repeated header line?)" if cell in COLUMNS else ""
+                        hint = (
+                            " (a repeated header line?)" if cell in schema.names else ""
+                        )
                         return DataValidationError(
                             f"{path}: column {name}, {_describe_row('csv', row)}: "
                             f"found {cell[:40]!r}, expected a number{hint}"
@@ -411,17 +653,20 @@ def _locate_csv_error(path: Path, exc: Exception) -> DataValidationError:
     return DataValidationError(f"{path}: cannot parse as CSV: {text}")
 
 
-def read_transactions(path: str | Path) -> tuple[pd.DataFrame, DataSummary]:
+def read_transactions(
+    path: str | Path, schema: TableSchema = KAGGLE
+) -> tuple[pd.DataFrame, DataSummary]:
     """Read, validate and summarise a transactions file.
 
     Parameters
     ----------
     path : str or Path
-        A ``.csv``, ``.csv.gz``, ``.zip`` or ``.parquet`` file with the Kaggle schema.
+        A ``.csv``, ``.csv.gz``, ``.zip`` or ``.parquet`` file.
+    schema : TableSchema, default the built-in Kaggle schema
 
     Returns
     -------
-    frame : DataFrame of shape (n_samples, 31)
+    frame : DataFrame
         See :func:`validate_frame`.
     summary : DataSummary
         sha256 of the file's bytes, rows, frauds, duplicate rows, demo flag.
@@ -433,14 +678,14 @@ def read_transactions(path: str | Path) -> tuple[pd.DataFrame, DataSummary]:
     """
     path = Path(path)
     kind = check_input_table(path)
-    frame = validate_frame(_read_raw(path, kind), path, kind)
+    frame = validate_frame(_read_raw(path, kind, schema), path, kind, schema=schema)
     sha256 = file_sha256(path)
     duplicates = int(pd.util.hash_pandas_object(frame, index=False).duplicated().sum())
     summary = DataSummary(
         path=str(path),
         sha256=sha256,
         rows=len(frame),
-        frauds=int(frame[TARGET].sum()),
+        frauds=int(frame[schema.label.column].sum()),
         duplicate_rows=duplicates,
         demo=is_demo_data(path, sha256),
     )

@@ -5,7 +5,8 @@ model) as a version of the registered model ``fraudaug-detector``:
 
 * logged into the run's MLflow artifacts (``detector/``) with MLflow's xgboost
   flavor in UBJSON (no pickle), with ``extra_files/transformer.json`` (the split's
-  :class:`~pipeline.preprocess.TabularTransformer`), ``fit_rows.json`` (the input
+  :class:`~pipeline.preprocess.TabularTransformer`), ``schema.json`` (the table's
+  schema, which ``score`` checks its input against), ``fit_rows.json`` (the input
   rows it was fitted, early-stopped or thresholded on) and ``detector.json``
   (method, threshold, test metrics, data sha256, run id);
 * registered with the decision, its numbers and the sha256 of every file as the
@@ -44,6 +45,8 @@ from pipeline.errors import ArtifactError, ConfigError, PipelineError
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from pipeline.schema import TableSchema
 
 logger = logging.getLogger(__name__)
 
@@ -93,29 +96,36 @@ def _files(folder: Path) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ writing a version
+EXTRA_FILES = ("transformer.json", "schema.json", "fit_rows.json", "detector.json")
+"""A registered version's files beside ``model.ubj`` (under ``extra_files/``)."""
+
+
 def save_candidate(
     dest: Path,
     *,
     detector_path: str | Path,
     transformer_path: str | Path,
+    schema: TableSchema,
     fit_rows: np.ndarray,
     meta: dict[str, Any],
 ) -> dict[str, str]:
     """The MLflow model folder of a candidate at ``dest`` (xgboost flavor, UBJSON,
-    with the transformer, its fit rows and ``detector.json`` as extra files);
-    returns the sha256 of every file in it."""
+    with the transformer, the schema, its fit rows and ``detector.json`` as extra
+    files); returns the sha256 of every file in it."""
     import mlflow.xgboost
     import numpy as np
     import xgboost
     from xgboost import XGBClassifier
 
     from pipeline.artifacts import save_json
+    from pipeline.schema import save_schema
 
     model = XGBClassifier()
     model.load_model(detector_path)
     with tempfile.TemporaryDirectory(prefix="fraudaug-extra-") as extra:
         extra = Path(extra)
         (extra / "transformer.json").write_bytes(Path(transformer_path).read_bytes())
+        save_schema(extra / "schema.json", schema)
         save_json(
             extra / "fit_rows.json", {"rows": [int(r) for r in np.sort(fit_rows)]}
         )
@@ -124,10 +134,7 @@ def save_candidate(
             model,
             str(dest),
             model_format="ubj",
-            extra_files=[
-                str(extra / n)
-                for n in ("transformer.json", "fit_rows.json", "detector.json")
-            ],
+            extra_files=[str(extra / n) for n in EXTRA_FILES],
             pip_requirements=[f"xgboost=={xgboost.__version__}"],
         )
     return _files(dest)
@@ -219,18 +226,34 @@ def fetch_version(
 
 def load_detector(path: str | Path):
     """The XGBoost classifier (read from UBJSON by XGBoost) and the transformer of a
-    fetched version."""
+    fetched version; the transformer carries the version's schema (a version
+    registered before schemas holds no ``schema.json``: the Kaggle file's).
+
+    Raises
+    ------
+    ArtifactError
+        ``schema.json`` and the transformer disagree.
+    """
     from xgboost import XGBClassifier
 
     from pipeline.artifacts import load_json
     from pipeline.preprocess import TabularTransformer
+    from pipeline.schema import load_schema
 
     path = Path(path)
-    model = XGBClassifier()
-    model.load_model(path / "model.ubj")
     transformer = TabularTransformer.from_dict(
         load_json(path / EXTRA / "transformer.json")
     )
+    schema_path = path / EXTRA / "schema.json"
+    if schema_path.is_file() and load_schema(schema_path) != transformer.schema:
+        raise ArtifactError(
+            f"{path}: schema.json and transformer.json describe different tables"
+        )
+    types = transformer.feature_types
+    model = XGBClassifier(
+        **({"enable_categorical": True, "feature_types": types} if types else {})
+    )
+    model.load_model(path / "model.ubj")
     return model, transformer
 
 
@@ -276,6 +299,7 @@ def decide(
     *,
     method: str,
     data_sha256: str,
+    schema: TableSchema,
     frame: pd.DataFrame,
     test_rows: np.ndarray,
     test_scores: np.ndarray,
@@ -284,8 +308,10 @@ def decide(
     random_state: int,
 ) -> dict[str, Any]:
     """Should the challenger replace ``champion`` (a :func:`fetch_version` result,
-    or ``None``)? ``frame`` is the run's input (Kaggle columns), ``test_rows`` the
-    challenger's held-out rows and ``test_scores`` its scores on them."""
+    or ``None``)? ``frame`` is the run's input (validated by ``schema``),
+    ``test_rows`` the challenger's held-out rows and ``test_scores`` its scores on
+    them. A champion that reads another schema cannot score these rows: the
+    challenger replaces it."""
     import numpy as np
 
     from pipeline.artifacts import load_json
@@ -300,6 +326,15 @@ def decide(
     decision["champion"] = {
         k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
     }
+    model, transformer = load_detector(champion["path"])
+    if transformer.schema != schema:
+        decision.update(
+            promoted=True,
+            reason=f"the champion (version {champion['version']}) reads the "
+            f"{transformer.schema.name} schema, not this run's {schema.name} schema, "
+            "and cannot score its rows: the challenger becomes champion",
+        )
+        return decision
     rows, scores = np.asarray(test_rows), np.asarray(test_scores)
     if champion["data_sha256"] == data_sha256:
         # Only rows the champion never fitted, early-stopped or thresholded on.
@@ -314,7 +349,7 @@ def decide(
             "the challenger's test rows (new data: the champion was trained on "
             "another file)"
         )
-    y = frame["Class"].to_numpy()[rows]
+    y = frame[schema.label.column].to_numpy()[rows]
     if len(rows) == 0 or y.sum() < 5 or y.sum() == len(y):
         decision.update(
             promoted=False,
@@ -322,7 +357,6 @@ def decide(
             "frauds: too few to compare; the champion stays",
         )
         return decision
-    model, transformer = load_detector(champion["path"])
     champion_scores = model.predict_proba(transformer.transform(frame.iloc[rows]))[:, 1]
     comparison = paired_bootstrap(
         y, scores, champion_scores, n_resamples=n_resamples, random_state=random_state
@@ -386,6 +420,7 @@ def record_challenger(
     method: str,
     detector_path: str | Path,
     transformer_path: str | Path,
+    schema: TableSchema,
     threshold: float,
     metrics: dict[str, Any],
     data_sha256: str,
@@ -425,6 +460,7 @@ def record_challenger(
             tmp / ARTIFACT_PATH,
             detector_path=detector_path,
             transformer_path=transformer_path,
+            schema=schema,
             fit_rows=fit_rows,
             meta=meta,
         )
@@ -441,6 +477,7 @@ def record_challenger(
                 champion,
                 method=method,
                 data_sha256=data_sha256,
+                schema=schema,
                 frame=frame,
                 test_rows=test_rows,
                 test_scores=test_scores,
@@ -510,17 +547,26 @@ class ChampionScorer:
                 raise missing_model(model_uri, alias, f"not in {uri}")
             self.model, self.transformer = load_detector(found["path"])
         self.champion = found
+        self.schema = self.transformer.schema
         self.threshold = float(found["threshold"])
+        self.unseen: dict[str, int] = {}
+        """Rows with a category never seen in training, per column, so far."""
 
     def score(self, frame: pd.DataFrame, first_row: int = 0) -> pd.DataFrame:
-        """``row`` (``first_row`` + position), ``fraud_probability`` and
-        ``flagged`` (at the detector's threshold) for each row of ``frame``."""
+        """The schema's id columns present in ``frame``, then ``row``
+        (``first_row`` + position), ``fraud_probability`` and ``flagged`` (at the
+        detector's threshold) for each row of ``frame`` (validated by
+        :attr:`schema`). A category never seen in training is scored as "unseen"
+        and counted in :attr:`unseen`."""
         import numpy as np
         import pandas as pd
 
-        probability = self.model.predict_proba(self.transformer.transform(frame))[:, 1]
+        X = self.transformer.transform(frame, unseen=self.unseen)
+        probability = self.model.predict_proba(X)[:, 1]
+        ids = {c: frame[c].to_numpy() for c in self.schema.id_columns if c in frame}
         return pd.DataFrame(
             {
+                **ids,
                 "row": np.arange(first_row, first_row + len(frame), dtype=np.int64),
                 "fraud_probability": probability.astype(np.float64),
                 "flagged": probability >= self.threshold,

@@ -160,6 +160,8 @@ def _summary_charts(metrics: dict) -> list[Markup]:
             0,
         ),
     ):
+        if not any(s.get(f"{key}_mean") is not None for s in metrics["summary"]):
+            continue  # no cost view without an amount column
         out.append(
             charts.interval_chart(
                 [
@@ -368,6 +370,34 @@ def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]
     return out
 
 
+REPORT_FEATURES = 6
+"""Distribution charts in the report: the features the detectors rank highest."""
+
+
+def top_features(metrics: dict, k: int = REPORT_FEATURES) -> list[str]:
+    """The ``k`` features with the largest mean share of the detectors' total gain
+    (``none``'s detectors when it ran, else every method's), over the splits."""
+    records = [r for r in metrics["results"] if r.get("feature_importance")]
+    plain = [r for r in records if r["method"] == "none"]
+    records = plain or records
+    totals: dict[str, float] = {}
+    for r in records:
+        for name, share in r["feature_importance"].items():
+            totals[name] = totals.get(name, 0.0) + share
+    return [n for n, _ in sorted(totals.items(), key=lambda kv: -kv[1])][:k]
+
+
+def _axis_label(metrics: dict, feature: str) -> str:
+    schema = metrics.get("schema") or {}
+    if feature == schema.get("amount"):
+        return f"{feature} (amount)"
+    if feature == schema.get("time"):
+        return f"{feature} (time)"
+    if feature.endswith(".hour"):
+        return f"{feature} (hour of day)"
+    return feature
+
+
 def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
     views = metrics.get("fidelity", {}).get("views")
     if not views:
@@ -375,8 +405,31 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
     method_colours = charts.colours(metrics["methods"])
     source_colour = {"real": REAL_COLOUR, **method_colours}
     label = {"real": f"real test frauds (n={views['n_real']})"}
+    shown = [f for f in top_features(metrics) if f in views["histograms"]]
     histograms = []
-    for feature, h in views["histograms"].items():
+    for feature in shown or list(views["histograms"])[:REPORT_FEATURES]:
+        h = views["histograms"][feature]
+        title = f"{feature}: real vs synthetic frauds"
+        if h.get("kind") == "categorical":
+            histograms.append(
+                charts.bar_chart(
+                    h["categories"],
+                    [
+                        {
+                            "name": label.get(
+                                source, f"{source} (n={h['n'][source]:,})"
+                            ),
+                            "colour": source_colour.get(source, "#555"),
+                            "values": share,
+                        }
+                        for source, share in h["share"].items()
+                    ],
+                    title=title,
+                    x_label=_axis_label(metrics, feature),
+                    y_label="share of rows",
+                )
+            )
+            continue
         series = []
         for source, density in h["density"].items():
             x, y = charts.step_series(h["edges"], density)
@@ -393,15 +446,8 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
         histograms.append(
             charts.line_chart(
                 series,
-                title=f"{feature}: real vs synthetic frauds",
-                x_label=feature
-                + (
-                    " (currency units)"
-                    if feature == "Amount"
-                    else " (seconds)"
-                    if feature == "Time"
-                    else ""
-                ),
+                title=title,
+                x_label=_axis_label(metrics, feature),
                 y_label="density",
                 width=360,
                 height=250,
@@ -411,11 +457,33 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
         charts.heatmap(
             matrix,
             views["features"],
-            title=f"{source}: correlation minus real frauds' correlation",
+            title=f"{source}: association minus real frauds' association",
         )
         for source, matrix in views["corr_diff"].items()
     ]
     return histograms, heatmaps
+
+
+def fidelity_columns(metrics: dict) -> list[dict[str, Any]]:
+    """Per feature, each source's KS statistic (numeric) or total-variation
+    distance (categorical), mean over splits: the report's per-column table."""
+    fidelity = metrics.get("fidelity") or {}
+    sources = [k for k in ("cwgan_gp", "smote", "real_train") if k in fidelity]
+    if not sources:
+        return []
+    names = list(fidelity[sources[0]].get("per_column") or {})
+    rows = []
+    for name in names:
+        entry = fidelity[sources[0]]["per_column"][name]
+        kind = "tvd" if "tvd" in entry else "ks"
+        rows.append(
+            {
+                "feature": name,
+                "statistic": "total variation" if kind == "tvd" else "KS",
+                **{s: fidelity[s]["per_column"][name][kind] for s in sources},
+            }
+        )
+    return rows
 
 
 def _best(summary: list[dict], key: str) -> str | None:
@@ -465,6 +533,10 @@ def render_report(
             gan_charts=_gan_charts(metrics, histories),
             histogram_charts=histogram_charts,
             heatmap_charts=heatmap_charts,
+            fidelity_columns=fidelity_columns(metrics),
+            cost_view=any(
+                s.get("net_savings_mean") is not None for s in metrics["summary"]
+            ),
             colours=charts.colours(metrics["methods"]),
             environment=metrics.get("environment", {}),
         )
@@ -549,7 +621,7 @@ def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) ->
     headline and verdicts, the registry decision, the cached stages."""
     lines = [f"# fraudaug run {metrics['run_id']}", ""]
     if metrics["data"].get("demo"):
-        lines += ["**DEMO DATA: not the real Kaggle file.**", ""]
+        lines += ["**DEMO DATA: synthetic, not real transactions.**", ""]
     lines += [f"**{metrics['comparison']['headline']}**", ""]
     lines += [f"- {v}" for v in metrics["comparison"]["verdicts"]]
     registry = metrics.get("registry")
@@ -598,7 +670,9 @@ def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
                 "recall_at_precision_90_mean": round(
                     s["recall_at_precision_90_mean"], 4
                 ),
-                "net_savings_mean": round(s["net_savings_mean"], 2),
+                "net_savings_mean": None
+                if s.get("net_savings_mean") is None
+                else round(s["net_savings_mean"], 2),
             }
         )
     return rows

@@ -47,9 +47,13 @@ RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 
 
-def run_key(data_sha256: str, config: PipelineConfig) -> str:
-    """Identifies "the same run": same input bytes, same config (seed included)."""
-    return hashlib.sha256(f"{data_sha256}:{config.fingerprint()}".encode()).hexdigest()
+def run_key(data_sha256: str, config: PipelineConfig, schema_sha256: str = "") -> str:
+    """Identifies "the same run": same input bytes read by the same schema, same
+    config (seed included)."""
+    text = f"{data_sha256}:{config.fingerprint()}"
+    if schema_sha256:
+        text += f":{schema_sha256}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _pid_alive(pid: int) -> bool:
@@ -90,14 +94,17 @@ def release_lock(run_dir: str | Path) -> None:
 
 
 def start_run(
-    reports_dir: str | Path, data_sha256: str, config: PipelineConfig
+    reports_dir: str | Path,
+    data_sha256: str,
+    config: PipelineConfig,
+    schema_sha256: str = "",
 ) -> dict[str, Any]:
     """Open the run's folder: a new one, or the folder of an interrupted run with the
     same data and config (no ``metrics.json``, no live lock), whose checkpoints
     are then resumed."""
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
-    key = run_key(data_sha256, config)
+    key = run_key(data_sha256, config, schema_sha256)
     for candidate in sorted(reports_dir.iterdir(), reverse=True):
         if candidate.is_symlink() or not (candidate / RUN_FILE).is_file():
             continue

@@ -7,6 +7,7 @@ small JSON-able dict, so that tasks pass paths and summaries, never frames.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -37,7 +38,7 @@ from pipeline.cache import cache_get, cache_key, cache_put, code_version
 from pipeline.config import SMOTE_FAMILY, PipelineConfig
 from pipeline.errors import ArtifactError
 from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
-from pipeline.ingest import TARGET, is_demo_data, read_transactions
+from pipeline.ingest import is_demo_data, read_transactions
 from pipeline.preprocess import TabularTransformer, split_rows, subset_rows
 from pipeline.runs import (
     METRICS_FILE,
@@ -46,6 +47,7 @@ from pipeline.runs import (
     update_latest,
     write_index,
 )
+from pipeline.schema import KAGGLE, SCHEMA_FILE, TableSchema, save_schema
 
 logger = logging.getLogger(__name__)
 
@@ -57,19 +59,27 @@ REPORT_FILE = "report.html"
 
 
 # --------------------------------------------------------------------------- ingest
-def stage_ingest(data_path: str | Path, cache_dir: str | Path) -> dict[str, Any]:
-    """Validate the input and cache it as Parquet, keyed by the file's sha256.
+def _ingest_name(sha256: str, schema: TableSchema) -> str:
+    """The cached copy's name: the file's bytes and the schema that read them."""
+    return f"{sha256}-{schema.fingerprint()[:16]}"
 
-    A file whose bytes, and the ingest code, were seen before is not parsed or
-    validated again: its cached Parquet (hash-checked) and summary are reused.
+
+def stage_ingest(
+    data_path: str | Path, cache_dir: str | Path, schema: TableSchema = KAGGLE
+) -> dict[str, Any]:
+    """Validate the input by ``schema`` and cache it as Parquet, keyed by the file's
+    sha256 and the schema.
+
+    A file whose bytes, schema and the ingest code were seen before is not parsed
+    or validated again: its cached Parquet (hash-checked) and summary are reused.
     Nothing is written when validation fails.
     """
     path = Path(data_path)
     cache_dir = Path(cache_dir)
     if path.is_file():
         sha256 = file_sha256(path)
-        meta_path = cache_dir / f"{sha256}.json"
-        parquet = cache_dir / f"{sha256}.parquet"
+        meta_path = cache_dir / f"{_ingest_name(sha256, schema)}.json"
+        parquet = cache_dir / f"{_ingest_name(sha256, schema)}.parquet"
         if meta_path.is_file() and parquet.is_file():
             try:
                 meta = load_json(meta_path)
@@ -84,11 +94,11 @@ def stage_ingest(data_path: str | Path, cache_dir: str | Path) -> dict[str, Any]
                     "demo": is_demo_data(path, sha256),
                 }
                 return {**summary, "frame_path": str(parquet), "cached": True}
-    frame, summary = read_transactions(data_path)
-    parquet = cache_dir / f"{summary.sha256}.parquet"
+    frame, summary = read_transactions(data_path, schema)
+    parquet = cache_dir / f"{_ingest_name(summary.sha256, schema)}.parquet"
     save_parquet(parquet, frame)
     save_json(
-        cache_dir / f"{summary.sha256}.json",
+        cache_dir / f"{_ingest_name(summary.sha256, schema)}.json",
         {
             "summary": summary.to_dict(),
             "code": code_version("pipeline.ingest"),
@@ -105,13 +115,17 @@ def stage_prepare(
     config: PipelineConfig,
     split_seeds: list[int],
     cache_dir: str | Path | None = None,
+    schema: TableSchema = KAGGLE,
 ) -> dict[str, Any]:
-    """Make the repeated splits and fit one transformer per split on its train rows.
+    """Make the repeated splits and fit one transformer per split on its train rows
+    (it carries the schema to every later stage); write the schema beside them.
 
-    With ``cache_dir``, the result is reused when the data, the split config and
-    seeds, and the preprocessing code are unchanged (``cached`` in the result).
+    With ``cache_dir``, the result is reused when the data, the schema, the split
+    config and seeds, and the preprocessing code are unchanged (``cached`` in the
+    result).
     """
     run_dir = Path(run_dir)
+    save_schema(run_dir / SCHEMA_FILE, schema)
     names = [SPLITS_FILE] + [
         f"{split_dir(run_dir, k).name}/transformer.json"
         for k in range(len(split_seeds))
@@ -126,17 +140,18 @@ def stage_prepare(
             data=file_sha256(frame_path),
             split=config.split.model_dump(mode="json"),
             seeds=list(split_seeds),
+            schema=schema.fingerprint(),
             code=code_version("pipeline.preprocess"),
         )
         entry = Path(cache_dir) / "stages" / "prepare" / key
         if cache_get(entry, run_dir):
             return {**result, "cached": True, "cache_key": key}
     frame = load_parquet(frame_path)
-    splits = split_rows(frame, config.split, split_seeds)
+    splits = split_rows(frame, config.split, split_seeds, schema)
     save_parquet(run_dir / SPLITS_FILE, splits)
     for split in range(len(split_seeds)):
         train = frame.iloc[subset_rows(splits, split, "train")]
-        transformer = TabularTransformer().fit(train)
+        transformer = TabularTransformer(schema).fit(train)
         save_json(result["transformer_paths"][split], transformer.to_dict())
     if entry is not None:
         cache_put(entry, {n: run_dir / n for n in names})
@@ -148,20 +163,26 @@ def load_split_data(
     splits_path: str | Path,
     transformer_path: str | Path,
     split: int,
-) -> dict[str, dict[str, np.ndarray]]:
-    """``{subset: {"X", "y", "rows"}}`` of one split, features in model space."""
+) -> dict[str, Any]:
+    """``{subset: {"X", "y", "rows", "amount"}}`` of one split, features in model
+    space (``amount``: ``None`` when the schema names no amount column), and
+    ``"transformer"``: the split's fitted transformer (its ``schema`` is the
+    table's)."""
     frame = load_parquet(frame_path)
     splits = load_parquet(splits_path)
     transformer = TabularTransformer.from_dict(load_json(transformer_path))
-    data = {}
+    schema = transformer.schema
+    data: dict[str, Any] = {"transformer": transformer}
     for subset in ("train", "validation", "test"):
         rows = subset_rows(splits, split, subset)
         part = frame.iloc[rows]
         data[subset] = {
             "X": transformer.transform(part),
-            "y": part[TARGET].to_numpy(dtype=np.int64),
+            "y": part[schema.label.column].to_numpy(dtype=np.int64),
             "rows": rows,
-            "amount": part["Amount"].to_numpy(dtype=np.float64),
+            "amount": None
+            if schema.amount is None
+            else part[schema.amount].to_numpy(dtype=np.float64),
         }
     return data
 
@@ -215,6 +236,7 @@ def stage_train_gan(
     interrupted run resumes; a GAN already finished in ``out_dir`` for the same
     rows, seed and config is reused as it is.
     """
+    from pipeline.gan.encoding import GANColumns
     from pipeline.gan.storage import (  # imports TensorFlow
         META_FILE,
         data_fingerprint,
@@ -225,6 +247,7 @@ def stage_train_gan(
     out_dir = Path(out_dir)
     data = load_split_data(frame_path, splits_path, transformer_path, split)
     X, y = data["train"]["X"], data["train"]["y"]
+    columns = GANColumns.of(data["transformer"], config.gan)
     if (out_dir / META_FILE).is_file():
         meta = load_json(out_dir / META_FILE)
         if (
@@ -248,6 +271,7 @@ def stage_train_gan(
             train=data_fingerprint(X, y),
             validation=hashlib.sha256(validation.tobytes()).hexdigest(),
             gan=config.gan.model_dump(mode="json", exclude={"timeout_seconds"}),
+            columns=dataclasses.asdict(columns),
             seed=seed,
             code=code_version("pipeline.gan", "pipeline.preprocess"),
         )
@@ -272,6 +296,7 @@ def stage_train_gan(
         random_state=seed,
         validation=validation,
         checkpoint_dir=out_dir / "checkpoint",
+        columns=columns,
     )
     save_gan(out_dir, trained, transformer=load_json(transformer_path))
     shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
@@ -299,10 +324,17 @@ def stage_fidelity(
     from pipeline.fidelity import compute_fidelity
 
     data = load_split_data(frame_path, splits_path, transformer_path, split)
+    transformer = data["transformer"]
     X, y = data["train"]["X"], data["train"]["y"]
     train_frauds = X[y == 1]
     test_frauds = data["test"]["X"][data["test"]["y"] == 1]
-    smote = make_sampler("smote", config.evaluation, random_state=sampler_seed)
+    smote = make_sampler(
+        "smote",
+        config.evaluation,
+        random_state=sampler_seed,
+        categorical_features=transformer.categorical_features,
+        n_features=X.shape[1],
+    )
     X_res, _ = smote.fit_resample(X, y)
     synthetic = {"smote": X_res[len(y) :]}
     result: dict[str, Any] = {"split": split}
@@ -315,14 +347,18 @@ def stage_fidelity(
     if split == 0:  # the split the report draws
         from pipeline.fidelity import fidelity_views
 
-        transformer = TabularTransformer.from_dict(load_json(transformer_path))
         result["views"] = fidelity_views(synthetic, test_frauds, transformer)
     # The floor: real training frauds judged the same way (DCR is 0 for them by
     # construction, so only the distribution metrics are meaningful).
     synthetic["real_train"] = train_frauds
     for name, rows in synthetic.items():
         result[name] = compute_fidelity(
-            rows, test_frauds, train_frauds, random_state=sampler_seed
+            rows,
+            test_frauds,
+            train_frauds,
+            random_state=sampler_seed,
+            categorical=transformer.categorical_features,
+            names=transformer.feature_names,
         )
     logger.info(
         "split %d fidelity: C2ST %s",
@@ -345,10 +381,21 @@ def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"views": first["views"]} if "views" in first else {}
     for source in sources:
         records = [{"split": s["split"], **s[source]} for s in per_split]
-        out[source] = {
-            **{m: float(np.mean([r[m] for r in records])) for m in FIDELITY_METRICS},
-            "per_split": records,
+        means: dict[str, Any] = {}
+        for metric in FIDELITY_METRICS:
+            values = [r.get(metric) for r in records]
+            means[metric] = (
+                None if None in values else float(np.mean(np.asarray(values)))
+            )
+        columns = records[0].get("per_column") or {}
+        means["per_column"] = {
+            name: {
+                key: float(np.mean([r["per_column"][name][key] for r in records]))
+                for key in entry
+            }
+            for name, entry in columns.items()
         }
+        out[source] = {**means, "per_split": records}
     return out
 
 
@@ -410,7 +457,7 @@ def stage_fit_detector(
 
 
 def _fit_one_detector(
-    data: dict[str, dict[str, np.ndarray]],
+    data: dict[str, Any],
     split: int,
     method: str,
     config: PipelineConfig,
@@ -426,6 +473,7 @@ def _fit_one_detector(
 
     from pipeline.detect import (
         added_size,
+        feature_importance,
         fit_detection_pipeline,
         fraud_scores,
         make_detection_pipeline,
@@ -437,6 +485,7 @@ def _fit_one_detector(
     from pipeline.evaluate import bootstrap_ci, choose_threshold
 
     y_train = data["train"]["y"]
+    transformer = data["transformer"]
     sampler = make_sampler(
         method,
         config.evaluation,
@@ -444,13 +493,18 @@ def _fit_one_detector(
         gan=config.gan,
         gan_dir=gan_dir,
         n_minority=n_minority,
+        categorical_features=transformer.categorical_features,
+        n_features=data["train"]["X"].shape[1],
     )
     weight = None
     if method == "class_weight":
         # Reweight instead of resampling: negatives per positive in the training rows.
         weight = float((y_train == 0).sum() / max((y_train == 1).sum(), 1))
     detector = make_detector(
-        config.detector, random_state=detector_seed, scale_pos_weight=weight
+        config.detector,
+        random_state=detector_seed,
+        scale_pos_weight=weight,
+        feature_types=transformer.feature_types,
     )
     pipeline = make_detection_pipeline(sampler, detector)
     start = time.perf_counter()
@@ -519,6 +573,7 @@ def _fit_one_detector(
         "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
         "fit_seconds": round(fit_seconds, 3),
         "reused_fit": was_reused(pipeline),
+        "feature_importance": feature_importance(xgb, transformer.feature_names),
         "scores_path": str(scores_path),
         "model_path": None if model_path is None else str(model_path),
     }
@@ -536,11 +591,20 @@ def _fit_one_detector(
 
 
 # -------------------------------------------------------------------------- report
-def _merge_predictions(run_dir: Path, score_paths: list[str]) -> pd.DataFrame:
+def _merge_predictions(
+    run_dir: Path, score_paths: list[str], ids: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """One ``predictions.parquet`` from the fits' score files; ``ids`` (the input's
+    id columns, by row) are carried beside ``row``."""
     parts = [load_parquet(p) for p in score_paths]
     predictions = pd.concat(parts, ignore_index=True).sort_values(
         ["split", "method", "subset", "row"], kind="stable", ignore_index=True
     )
+    if ids is not None and len(ids.columns):
+        at = predictions.columns.get_loc("row") + 1
+        for offset, name in enumerate(ids.columns):
+            values = ids[name].to_numpy()[predictions["row"].to_numpy()]
+            predictions.insert(at + offset, name, values)
     save_parquet(run_dir / PREDICTIONS_FILE, predictions)
     shutil.rmtree(run_dir / SCORES_DIR, ignore_errors=True)
     return predictions
@@ -555,6 +619,7 @@ def stage_registry(
     predictions: pd.DataFrame,
     frame_path: str | Path,
     config: PipelineConfig,
+    schema: TableSchema,
 ) -> dict[str, Any]:
     """Offer the run's best detector (highest mean test AUPRC; its split-0 model) to
     the registry as challenger; see :mod:`pipeline.registry`."""
@@ -580,6 +645,7 @@ def stage_registry(
         method=best,
         detector_path=split_dir(run_dir, 0) / DETECTORS_DIR / f"{best}.ubj",
         transformer_path=split_dir(run_dir, 0) / "transformer.json",
+        schema=schema,
         threshold=record["threshold"],
         metrics={k: record[k] for k in keep if k in record},
         data_sha256=metrics["data"]["sha256"],
@@ -608,6 +674,7 @@ def stage_report(
     started_monotonic: float | None = None,
     cached_stages: list[str] | None = None,
     tracking: dict[str, str] | None = None,
+    schema: TableSchema = KAGGLE,
 ) -> dict[str, Any]:
     """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
     ``manifest.json``; log them and the figures to the run's MLflow run
@@ -634,8 +701,16 @@ def stage_report(
             target = split_dir(run_dir, record["split"]) / DETECTORS_DIR
             target.mkdir(parents=True, exist_ok=True)
             os.replace(model, target / f"{record['method']}.ubj")
-    predictions = _merge_predictions(run_dir, [r.pop("scores_path") for r in results])
-    labels = load_parquet(data["frame_path"], columns=[TARGET])[TARGET].to_numpy()
+    ids = (
+        load_parquet(data["frame_path"], columns=list(schema.id_columns))
+        if schema.id_columns
+        else None
+    )
+    predictions = _merge_predictions(
+        run_dir, [r.pop("scores_path") for r in results], ids
+    )
+    label = schema.label.column
+    labels = load_parquet(data["frame_path"], columns=[label])[label].to_numpy()
     order = {m: i for i, m in enumerate(config.evaluation.methods)}
     results = sorted(results, key=lambda r: (order.get(r["method"], 99), r["split"]))
     duration = (
@@ -652,6 +727,7 @@ def stage_report(
         "profile": config.profile,
         "seed": config.seed,
         "data": {k: v for k, v in data.items() if k != "frame_path"},
+        "schema": schema.to_dict(),
         "methods": list(config.evaluation.methods),
         "n_splits": config.split.n_splits,
         "primary_metric": "auprc",
@@ -683,6 +759,7 @@ def stage_report(
             predictions=predictions,
             frame_path=data["frame_path"],
             config=config,
+            schema=schema,
         )
     if tracking is not None:
         metrics["tracking"] = dict(tracking)
@@ -700,6 +777,8 @@ def stage_report(
         seed=config.seed,
         seeds=seeds,
         data={k: v for k, v in data.items() if k != "frame_path"},
+        schema=schema.to_dict(),
+        schema_sha256=schema.fingerprint(),
     )
     if tracking is not None:
         from pipeline.tracking import log_results
@@ -708,7 +787,7 @@ def stage_report(
             tracking,
             metrics,
             histories,
-            [run_dir / n for n in (REPORT_FILE, METRICS_FILE, MANIFEST)],
+            [run_dir / n for n in (REPORT_FILE, METRICS_FILE, MANIFEST, SCHEMA_FILE)],
         )
     write_index(reports_dir)
     update_latest(reports_dir, run_id)

@@ -40,7 +40,7 @@ URI_ENV = "MLFLOW_TRACKING_URI"
 DEFAULT_DB = "mlflow.db"
 DEFAULT_ARTIFACTS = "mlartifacts"
 HEADLINE_METRICS = ("auprc", "roc_auc", "recall_at_precision_90", "net_savings")
-FIDELITY_METRICS = ("c2st_auc", "ks_mean", "corr_diff", "near_copy_share")
+FIDELITY_METRICS = ("c2st_auc", "ks_mean", "tvd_mean", "corr_diff", "near_copy_share")
 CURVES = ("critic_loss", "generator_loss", "gradient_penalty", "wasserstein")
 _BATCH = 100  # MLflow's limit of params per log_batch call (1,000 for metrics)
 

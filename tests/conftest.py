@@ -49,6 +49,74 @@ def demo_csv(tmp_path: Path, demo_frame: pd.DataFrame) -> Path:
     return path
 
 
+MIXED_COLUMNS = {
+    "label": "is_fraud",
+    "time": "tx_datetime",
+    "amount": "amount",
+    "ids": ("tx_id", "customer_id", "terminal_id"),
+}
+"""The transactions demo table's roles (see ``pipeline.datasets``)."""
+
+
+@pytest.fixture(scope="session")
+def mixed_frame() -> pd.DataFrame:
+    """A fraud team's kind of table, not the Kaggle file's: text ids, a timestamp
+    over 30 days, categorical columns (4 channels, 8 merchant categories), 0/1
+    flags, counts, a label ``is_fraud`` of ``fraud``/``legit``."""
+    from pipeline.datasets import make_transactions_demo
+
+    return make_transactions_demo(150, 30, random_state=3)
+
+
+@pytest.fixture(scope="session")
+def mixed_csv(mixed_frame, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("mixed") / "transactions.csv"
+    mixed_frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def mixed_schema(mixed_csv):
+    """The schema ``fraudaug schema`` detects for it (label, time, amount named)."""
+    from pipeline.ingest import read_raw
+    from pipeline.schema import detect_schema, save_schema
+
+    schema, _ = detect_schema(
+        read_raw(mixed_csv),
+        label=MIXED_COLUMNS["label"],
+        time=MIXED_COLUMNS["time"],
+        amount=MIXED_COLUMNS["amount"],
+        name="transactions",
+    )
+    save_schema(mixed_csv.parent / "schema.json", schema)
+    return schema
+
+
+@pytest.fixture(scope="session")
+def mixed_run(harness, mixed_csv, mixed_schema, tmp_path_factory):
+    """One smoke run of the flow on the mixed table (fast GAN and trees, the GAN
+    conditioned on the channel), tracked and registered in an sqlite store."""
+    from flows.fraud_flow import fraud_augmentation
+
+    root = tmp_path_factory.mktemp("mixed-run")
+    overrides = {
+        **FAST,
+        "gan": {**FAST["gan"], "condition_on": "channel"},
+        "data": {"cache_dir": str(root / "cache")},
+    }
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    result = fraud_augmentation(
+        data_path=str(mixed_csv),
+        profile="smoke",
+        seed=0,
+        reports_dir=str(root / "reports"),
+        overrides=overrides,
+        tracking_uri=uri,
+        schema_path=str(mixed_csv.parent / "schema.json"),
+    )
+    return {**result, "tracking_uri": uri, "root": root}
+
+
 @pytest.fixture(scope="session")
 def model_space(demo_frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Demo rows in model space (transformer fitted on all of them)."""

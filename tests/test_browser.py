@@ -6,6 +6,7 @@ without JavaScript. Screenshots are kept beside the report."""
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -138,5 +139,43 @@ def test_index_in_chromium(browser, finished_run):
     link.click()
     page.wait_for_load_state("load")
     assert page.url.endswith(f"{result['run_id']}/report.html")
+    assert problems == []
+    page.context.close()
+
+
+def test_another_tables_report_in_chromium(browser, mixed_run):
+    """A report on a table of another shape: its own column names, bars for its
+    categorical columns, the schema listed, no console errors or requests."""
+    run_dir = Path(mixed_run["run_dir"])
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    page, problems = _open(browser, run_dir / "report.html")
+    assert problems == []
+    summary = page.locator("#schema-summary").inner_text()
+    assert "is_fraud" in summary and "tx_datetime" in summary
+    page.locator("#schema-summary summary").click()
+    assert (
+        page.locator("#schema-table tr").count()
+        == len(metrics["schema"]["columns"]) + 1
+    )
+    for s in metrics["summary"]:
+        row = page.locator(f'#summary tr[data-method="{s["method"]}"]')
+        shown = row.locator('td[data-metric="auprc_mean"]').inner_text()
+        assert shown.rstrip(" ★") == f"{s['auprc_mean']:.4f}"
+    # The distribution charts are the detectors' top features, under their names.
+    titles = [
+        t
+        for t in page.locator("#fidelity ~ .charts svg > title").all_text_contents()
+        if t.endswith(": real vs synthetic frauds")
+    ]
+    assert len(titles) == 6
+    features = [t.split(":")[0] for t in titles]
+    assert set(features) <= set(metrics["results"][0]["feature_importance"])
+    if any(
+        metrics["fidelity"]["views"]["histograms"][f].get("kind") == "categorical"
+        for f in features
+    ):
+        assert page.locator("svg.bars rect[data-series]").count() > 0
+    assert page.locator("#fidelity-columns tr").count() > 10
+    page.screenshot(path=run_dir / "report-screenshot.png", full_page=True)
     assert problems == []
     page.context.close()

@@ -16,12 +16,13 @@ from pipeline.datasets import (
     write_demo_data,
 )
 from pipeline.errors import ConfigError, FetchError
-from pipeline.ingest import COLUMNS, read_transactions
+from pipeline.ingest import read_transactions
+from pipeline.schema import KAGGLE
 
 
 def test_demo_data_has_the_kaggle_schema_and_share():
     frame = make_demo_data(50_000, random_state=1)
-    assert list(frame.columns) == list(COLUMNS)
+    assert list(frame.columns) == list(KAGGLE.names)
     assert frame["Class"].sum() == round(50_000 * KAGGLE_FRAUD_SHARE)
     assert frame["Time"].is_monotonic_increasing
     assert (frame["Amount"] >= 0).all()

@@ -68,11 +68,7 @@ def test_histograms_share_edges_and_integrate_to_one():
 
 
 def test_fidelity_views_in_kaggle_units(demo_frame):
-    from pipeline.fidelity import (
-        REPORT_FEATURES,
-        correlation_difference,
-        fidelity_views,
-    )
+    from pipeline.fidelity import correlation_difference, fidelity_views
     from pipeline.preprocess import TabularTransformer
 
     transformer = TabularTransformer().fit(demo_frame)
@@ -81,10 +77,53 @@ def test_fidelity_views_in_kaggle_units(demo_frame):
     views = fidelity_views(
         {"smote": frauds[::-1], "cwgan_gp": frauds}, frauds, transformer
     )
-    assert list(views["histograms"]) == list(REPORT_FEATURES)
+    assert list(views["histograms"]) == transformer.feature_names  # every feature
     amount = views["histograms"]["Amount"]
     real_amounts = demo_frame.loc[demo_frame["Class"] == 1, "Amount"]
     assert amount["edges"][0] >= 0 and amount["edges"][-1] <= real_amounts.max() + 1e-6
     # Identical rows: zero correlation difference everywhere.
     assert np.abs(np.array(views["corr_diff"]["cwgan_gp"])).max() < 1e-9
     assert np.allclose(correlation_difference(frauds, frauds), 0)
+
+
+def test_mixed_columns_are_judged_by_their_kind(mixed_frame, mixed_schema):
+    """Categorical columns by category shares (total variation) and associations
+    (Cramér's V, the correlation ratio); numeric ones by KS and Pearson's r;
+    distances count a different category as 1."""
+    from pipeline.fidelity import (
+        association,
+        compute_fidelity,
+        distance_to_closest_record,
+        fidelity_views,
+    )
+    from pipeline.ingest import validate_frame
+    from pipeline.preprocess import TabularTransformer
+
+    frame = validate_frame(mixed_frame, "t.csv", schema=mixed_schema)
+    transformer = TabularTransformer(mixed_schema).fit(frame)
+    X = transformer.transform(frame)
+    frauds = X[frame["is_fraud"].to_numpy() == 1]
+    cats = transformer.categorical_features
+    names = transformer.feature_names
+    same = compute_fidelity(frauds, frauds, frauds, categorical=cats, names=names)
+    assert same["tvd_mean"] == 0.0 and same["ks_mean"] == 0.0
+    assert same["corr_diff"] < 1e-12
+    channel = names.index("channel")
+    shuffled = frauds.copy()
+    shuffled[:, channel] = np.roll(np.sort(frauds[:, channel]), 7)
+    other = compute_fidelity(shuffled, frauds, frauds, categorical=cats, names=names)
+    assert other["per_column"]["channel"]["tvd"] == 0.0  # same shares, other rows
+    assert other["corr_diff"] > 0  # ... but the associations moved
+    assert set(other["per_column"]) == set(names)
+    matrix = association(frauds, cats)
+    assert ((matrix[channel] >= 0) & (matrix[channel] <= 1)).all()
+    # One row with only its channel changed is at distance exactly 1.
+    moved = frauds[:1].copy()
+    moved[0, channel] = (moved[0, channel] + 1) % 4
+    dcr, _ = distance_to_closest_record(moved, np.vstack([frauds[:1]] * 2), cats)
+    assert dcr[0] == pytest.approx(1.0)
+    views = fidelity_views({"smote": frauds}, frauds, transformer)
+    assert views["histograms"]["channel"]["kind"] == "categorical"
+    assert set(views["histograms"]["channel"]["categories"]) <= set(
+        mixed_frame["channel"]
+    )

@@ -11,7 +11,8 @@ from pipeline.artifacts import file_sha256
 from pipeline.config import load_config
 from pipeline.errors import DataValidationError, TrainingError
 from pipeline.evaluate import choose_threshold, compute_metrics
-from pipeline.ingest import COLUMNS, read_transactions
+from pipeline.ingest import read_transactions
+from pipeline.schema import KAGGLE
 
 pytestmark = pytest.mark.slow
 
@@ -263,7 +264,7 @@ def test_generate_writes_kaggle_rows_from_the_run(finished_run, tmp_path):
         == 0
     )
     frame = pd.read_csv(out)
-    assert list(frame.columns) == list(COLUMNS) and len(frame) == 500
+    assert list(frame.columns) == list(KAGGLE.names) and len(frame) == 500
     assert (frame["Class"] == 1).all() and (frame["Amount"] >= 0).all()
     assert (frame["Amount"] == frame["Amount"].round(2)).all()
     assert out.read_text().startswith('"Time","V1"')

@@ -6,7 +6,10 @@ import pandas as pd
 import pytest
 
 from pipeline.errors import DataValidationError
-from pipeline.ingest import COLUMNS, read_transactions
+from pipeline.ingest import read_transactions
+from pipeline.schema import KAGGLE
+
+COLUMNS = KAGGLE.names
 
 
 def _write(tmp_path, frame, name="t.csv", **kwargs):
@@ -195,3 +198,105 @@ def test_valid_rows_pass_through_unchanged(demo_frame, values, label):
     for c, v in row.items():
         assert out.loc[2, c] == pytest.approx(v, rel=1e-12, abs=1e-300)
     assert out.loc[2, "Class"] == label
+
+
+# ------------------------------------------------------------- another table's schema
+def _mixed_errors():
+    return [
+        (lambda f: f.drop(columns="channel"), r"missing column\(s\) channel"),
+        (lambda f: f.assign(extra=1), r"unexpected column\(s\) 'extra'.*kind ignore"),
+        (
+            lambda f: _corrupt(f, "amount", 3, "12,50 EUR"),
+            r"column amount, row 3 \(line 5\): found '12,50 EUR', expected a number",
+        ),
+        (
+            lambda f: _corrupt(f, "tx_datetime", 7, "yesterday"),
+            r"column tx_datetime, row 7 \(line 9\): found 'yesterday', expected a "
+            r"timestamp",
+        ),
+        (
+            lambda f: _corrupt(f, "is_fraud", 2, "maybe"),
+            r"column is_fraud: found 3 distinct values",
+        ),
+        (
+            lambda f: f.assign(is_fraud=f["is_fraud"].replace("fraud", "FRAUD")),
+            r"no row has the positive value 'fraud'",
+        ),
+        (lambda f: f.assign(is_fraud="legit"), r"every row is legit \(normal\)"),
+        (
+            lambda f: _corrupt(f, "bill_term_km", 4, np.inf),
+            r"column bill_term_km, row 4 .*expected a finite number",
+        ),
+        (
+            lambda f: _corrupt(f, "customer_nb_tx_7d", 6, 2.5),
+            r"column customer_nb_tx_7d, row 6 .*expected a whole number",
+        ),
+        (
+            lambda f: _corrupt(f, "weekend", 1, "sometimes"),
+            r"column weekend, row 1 .*expected a boolean",
+        ),
+        (
+            lambda f: _corrupt(f, "channel", 5, np.nan),
+            r"column channel, row 5 \(line 7\): missing value; expected a category",
+        ),
+        (lambda f: _corrupt(f, "amount", 8, -3.0), r"column amount, row 8 .*>= 0"),
+        (lambda f: f.iloc[:0], "header only, no data rows"),
+    ]
+
+
+@pytest.mark.parametrize(("mutate", "pattern"), _mixed_errors())
+def test_bad_rows_of_another_table_name_file_column_and_row(
+    tmp_path, mixed_frame, mixed_schema, mutate, pattern
+):
+    path = _write(tmp_path, mutate(mixed_frame))
+    with pytest.raises(DataValidationError, match=pattern) as info:
+        read_transactions(path, mixed_schema)
+    assert str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_an_empty_file_of_another_table(tmp_path, mixed_schema):
+    path = tmp_path / "empty.csv"
+    path.write_bytes(b"")
+    with pytest.raises(DataValidationError, match="file is empty"):
+        read_transactions(path, mixed_schema)
+
+
+def test_another_table_reads_typed_from_csv_and_parquet(
+    tmp_path, mixed_frame, mixed_schema
+):
+    csv = _write(tmp_path, mixed_frame)
+    parquet = tmp_path / "t.parquet"
+    mixed_frame.to_parquet(parquet, index=False)
+    frame, summary = read_transactions(csv, mixed_schema)
+    assert summary.frauds == int((mixed_frame["is_fraud"] == "fraud").sum())
+    assert frame["is_fraud"].dtype == np.int8
+    assert frame["weekend"].dtype == bool
+    assert frame["customer_nb_tx_7d"].dtype == np.int64
+    assert pd.api.types.is_datetime64_any_dtype(frame["tx_datetime"])
+    assert set(frame["channel"]) == set(mixed_frame["channel"])
+    from_parquet, _ = read_transactions(parquet, mixed_schema)
+    for column in ("amount", "channel", "weekend", "is_fraud", "customer_nb_tx_7d"):
+        assert (from_parquet[column].to_numpy() == frame[column].to_numpy()).all()
+
+
+def test_streaming_reader_checks_another_table_by_its_schema(
+    tmp_path, mixed_frame, mixed_schema
+):
+    from pipeline.ingest import iter_unlabelled
+
+    unlabelled = mixed_frame.drop(columns="is_fraud")
+    path = _write(tmp_path, unlabelled)
+    batches = list(iter_unlabelled(path, mixed_schema, batch_bytes=100_000))
+    assert len(batches) > 1
+    first = batches[0][0]
+    assert "tx_id" in first and "customer_id" in first  # ids are carried
+    assert sum(len(b[0]) for b in batches) == len(mixed_frame)
+    bad = _write(tmp_path, _corrupt(unlabelled, "amount", 1500, "n/a?"), "bad.csv")
+    with pytest.raises(
+        DataValidationError, match=r"column amount, row 1500 \(line 1502\)"
+    ):
+        list(iter_unlabelled(bad, mixed_schema, batch_bytes=100_000))
+    missing = _write(tmp_path, unlabelled.drop(columns="channel"), "missing.csv")
+    with pytest.raises(DataValidationError, match=r"missing column\(s\) channel"):
+        list(iter_unlabelled(missing, mixed_schema))

@@ -4,6 +4,7 @@ alias, and the stage cache."""
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,6 +72,7 @@ def _offer(store, setting, name, run_id, margin=0.0):
             method=name,
             detector_path=paths[name],
             transformer_path=root / "transformer.json",
+            schema=transformer.schema,
             threshold=0.5,
             metrics={"auprc": 0.0},
             data_sha256="sha-of-demo",
@@ -322,6 +324,6 @@ def test_stage_cache_reuses_and_recomputes_deleted_files(tmp_path, sample_path):
     d = stage_prepare(again["frame_path"], tmp_path / "run-d", config, [1], cache)
     assert d["cached"] is False
     # A changed cached Parquet is not trusted either.
-    parquet = cache / f"{first['sha256']}.parquet"
+    parquet = Path(first["frame_path"])
     parquet.write_bytes(parquet.read_bytes()[:-10])
     assert stage_ingest(sample_path, cache)["cached"] is False

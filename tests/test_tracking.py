@@ -92,7 +92,13 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
     assert len(curve) > 1
     assert "fidelity.cwgan_gp.c2st_auc" in logged
     artifacts = {a.path for a in client.list_artifacts(found.info.run_id)}
-    assert artifacts == {"report.html", "metrics.json", "manifest.json", "detector"}
+    assert artifacts == {
+        "report.html",
+        "metrics.json",
+        "manifest.json",
+        "schema.json",
+        "detector",
+    }
     # Its best detector is registered (the server's first: champion), from this run.
     registry = metrics["registry"]
     assert registry["promoted"] is True and registry["aliases"] == [

@@ -35,7 +35,7 @@ def batch_composition(
 
 
 def make_training_dataset(
-    X: np.ndarray,
+    X: np.ndarray | None,
     y: np.ndarray,
     *,
     batch_size: int,
@@ -44,7 +44,8 @@ def make_training_dataset(
     seed: int,
     start_step: int = 0,
     targets: list[int] | None = None,
-    dequantize: tuple[np.ndarray, np.ndarray, float] | None = None,
+    dequantize: tuple | None = None,
+    condition: tuple[np.ndarray, int] | None = None,
 ) -> tf.data.Dataset:
     """An endless dataset of class-balanced batches ("training-by-sampling").
 
@@ -57,11 +58,19 @@ def make_training_dataset(
     (stateless random ops), so training is reproducible and can resume at
     ``start_step``.
 
-    ``dequantize = (low, high, clip)`` (the quantile encoding, see
-    :class:`~pipeline.gan.encoding.ColumnEncoder`): each drawn row's values are
-    drawn anew at every step, uniformly between ``low`` and ``high`` (its slots
-    of the empirical CDF), kept in ``[clip, 1 - clip]`` and mapped to normal
-    scores; ``X`` is then unused.
+    ``dequantize = (low, high, clip[, fixed])`` (the quantile encoding, see
+    :class:`~pipeline.gan.encoding.ColumnEncoder`): each drawn row's numeric
+    values are drawn anew at every step, uniformly between ``low`` and ``high``
+    (its slots of the empirical CDF), kept in ``[clip, 1 - clip]`` and mapped to
+    normal scores, followed by the row's ``fixed`` part (its one-hot blocks, when
+    given); ``X`` is then unused.
+
+    ``condition = (level, n_levels)``: each row's category index (0..n_levels-1)
+    in the column the GAN is conditioned on. The condition vector is then the
+    one-hot class followed by the one-hot category, and within a class the
+    category of each drawn row is chosen first, with probability proportional to
+    the log of its frequency (CTGAN's training-by-sampling, so rare categories are
+    learned too), then a row of that category.
     """
     y = np.asarray(y).astype(np.int64)
     n_classes = max(int(y.max()) + 1, 2)
@@ -72,29 +81,58 @@ def make_training_dataset(
             "GAN training batches need rows of every class they draw from "
             f"(class counts {counts.tolist()})"
         )
+    fixed_t = None
     if dequantize is not None:
-        low, high, clip = dequantize
+        low, high, clip = dequantize[:3]
+        fixed = dequantize[3] if len(dequantize) > 3 else None
         low_t = tf.constant(np.asarray(low, dtype=np.float32))
         width_t = tf.constant(np.asarray(high, dtype=np.float32) - low_t.numpy())
+        if fixed is not None:
+            fixed_t = tf.constant(np.asarray(fixed, dtype=np.float32))
     else:
         X_t = tf.constant(np.asarray(X, dtype=np.float32))
     n_features = int(np.shape(X if dequantize is None else dequantize[0])[1])
     y_t = tf.constant(y)
-    members = [tf.constant(np.flatnonzero(y == k)) for k in range(n_classes)]
     seed = int(seed) % 2**31
+    if condition is None:
+        members = [tf.constant(np.flatnonzero(y == k)) for k in range(n_classes)]
+    else:
+        level, n_levels = np.asarray(condition[0], dtype=np.int64), int(condition[1])
+        level_t = tf.constant(level)
+        by_level = _levels_of_classes(y, level, n_classes, n_levels)
 
-    def sample(step):
-        idx = []
-        for k, n_rows in enumerate(composition):
-            if n_rows == 0:
-                continue
+    def pick_rows(step, k: int, n_rows: int):
+        key = n_classes * step + k
+        if condition is None:
             pick = tf.random.stateless_uniform(
-                (n_critic, int(n_rows)),
-                seed=tf.stack([tf.constant(seed, tf.int64), n_classes * step + k]),
+                (n_critic, n_rows),
+                seed=tf.stack([tf.constant(seed, tf.int64), key]),
                 maxval=int(counts[k]),
                 dtype=tf.int64,
             )
-            idx.append(tf.gather(members[k], pick))
+            return tf.gather(members[k], pick)
+        rows_sorted, offsets, sizes, logits = by_level[k]
+        chosen = tf.random.stateless_categorical(
+            logits,
+            n_critic * n_rows,
+            seed=tf.stack([tf.constant(seed + 1, tf.int64), key]),
+        )[0]
+        u = tf.random.stateless_uniform(
+            (n_critic * n_rows,), seed=tf.stack([tf.constant(seed + 2, tf.int64), key])
+        )
+        size = tf.gather(sizes, chosen)
+        within = tf.minimum(
+            tf.cast(tf.floor(u * tf.cast(size, tf.float32)), tf.int64), size - 1
+        )
+        pick = tf.gather(rows_sorted, tf.gather(offsets, chosen) + within)
+        return tf.reshape(pick, (n_critic, n_rows))
+
+    def sample(step):
+        idx = [
+            pick_rows(step, k, int(n_rows))
+            for k, n_rows in enumerate(composition)
+            if n_rows > 0
+        ]
         rows = tf.reshape(tf.concat(idx, axis=1), [-1])
         if dequantize is None:
             x = tf.gather(X_t, rows)
@@ -105,11 +143,46 @@ def make_training_dataset(
             )
             u = tf.gather(low_t, rows) + u * tf.gather(width_t, rows)
             x = tf.math.ndtri(tf.clip_by_value(u, clip, 1.0 - clip))
-        condition = tf.one_hot(tf.gather(y_t, rows), n_classes, dtype=tf.float32)
-        return x, condition
+            if fixed_t is not None:
+                x = tf.concat([x, tf.gather(fixed_t, rows)], axis=1)
+        cond = tf.one_hot(tf.gather(y_t, rows), n_classes, dtype=tf.float32)
+        if condition is not None:
+            cond = tf.concat(
+                [
+                    cond,
+                    tf.one_hot(tf.gather(level_t, rows), n_levels, dtype=tf.float32),
+                ],
+                axis=1,
+            )
+        return x, cond
 
     return (
         tf.data.Dataset.counter(start=start_step, dtype=tf.int64)
         .map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         .prefetch(tf.data.AUTOTUNE)
     )
+
+
+def _levels_of_classes(
+    y: np.ndarray, level: np.ndarray, n_classes: int, n_levels: int
+) -> list:
+    """Per class: its rows sorted by category, where each category starts, how many
+    rows it has, and the log-frequency logits of choosing it (CTGAN)."""
+    out = []
+    for k in range(n_classes):
+        rows = np.flatnonzero(y == k)
+        rows = rows[np.argsort(level[rows], kind="stable")]
+        sizes = np.bincount(level[rows], minlength=n_levels)
+        offsets = np.r_[0, np.cumsum(sizes)[:-1]]
+        weight = np.log1p(sizes.astype(np.float64))
+        with np.errstate(divide="ignore"):
+            logits = np.log(weight / weight.sum()) if weight.sum() > 0 else weight
+        out.append(
+            (
+                tf.constant(rows, tf.int64),
+                tf.constant(offsets, tf.int64),
+                tf.constant(sizes, tf.int64),
+                tf.constant(logits[None, :], tf.float32),
+            )
+        )
+    return out

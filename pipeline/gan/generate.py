@@ -1,4 +1,5 @@
-"""Generate fraud transactions in Kaggle units from a saved GAN folder."""
+"""Generate fraud transactions in the table's own columns and units from a saved
+GAN folder (its ``transformer.json`` carries the table's schema)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pandas as pd
 from pipeline.artifacts import MANIFEST, load_json, verify_artifact
 from pipeline.errors import ConfigError
 from pipeline.gan.storage import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
-from pipeline.ingest import FEATURES, TARGET
+from pipeline.gan.trained import SAMPLE_BLOCK
 from pipeline.preprocess import TabularTransformer
+from pipeline.schema import TableSchema, parse_where
 
 CHUNK_ROWS = 32_768
 """Rows per chunk of :func:`iter_transactions` (a Parquet row group, ~8 MB)."""
+MIN_WHERE_SHARE = 1e-3
+"""``--where`` on a column the GAN was not conditioned on keeps the generated rows
+of that category; below this share of them it gives up."""
 
 
 def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
@@ -31,38 +36,109 @@ def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
     return gan_dir
 
 
+def left_out(schema: TableSchema) -> list[str]:
+    """The schema's columns a generated row does not have, each with the reason."""
+    notes = []
+    ids = schema.id_columns
+    if ids:
+        notes.append(f"{', '.join(ids)} (identifiers of real transactions)")
+    ignored = [c.name for c in schema.columns if c.kind == "ignore"]
+    if ignored:
+        notes.append(f"{', '.join(ignored)} (ignored by the schema)")
+    plain = [c.name for c in schema.columns if c.kind == "datetime" and not c.derive]
+    if plain:
+        notes.append(f"{', '.join(plain)} (not a feature: nothing learned)")
+    return notes
+
+
 def iter_transactions(
     gan_dir: str | Path,
     n_samples: int,
     *,
     random_state: int = 0,
     chunk_rows: int = CHUNK_ROWS,
+    where: str | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """``n_samples`` generated fraud rows with the Kaggle columns and units, in
-    frames of ``chunk_rows`` rows (memory does not grow with ``n_samples``).
+    """``n_samples`` generated fraud rows with the table's columns, order and
+    dtypes, in frames of ``chunk_rows`` rows (memory does not grow with
+    ``n_samples``).
 
-    Rows are mapped back with the transformer saved beside the generator, then made
-    valid transactions: ``Amount`` >= 0 rounded to cents, ``Time`` within the range
-    seen in training, ``Class`` = 1. The same seed gives the same rows whatever
-    ``chunk_rows``. The GAN is loaded (and a bad argument refused) at the call, not
-    at the first frame.
+    Rows are mapped back with the transformer saved beside the generator and made
+    valid values (:meth:`~pipeline.preprocess.TabularTransformer.to_domain`:
+    within the training range, amounts >= 0 to cents, whole integers,
+    categories the training rows had; a datetime column rebuilt from the
+    generated hour and weekday); the label is its positive value; id columns are
+    left out (:func:`left_out`). ``where="COLUMN=VALUE"`` draws rows of one
+    category: directly when the GAN was conditioned on that column
+    (``gan.condition_on``), else by keeping the generated rows that have it. The
+    same seed gives the same rows whatever ``chunk_rows``. The GAN is loaded (and
+    a bad argument refused) at the call, not at the first frame.
     """
     if n_samples < 1:
         raise ConfigError(f"-n must be at least 1, got {n_samples}")
     gan_dir = Path(gan_dir)
     gan = load_gan(gan_dir)
     transformer = TabularTransformer.from_dict(load_json(gan_dir / TRANSFORMER_FILE))
-    return _frames(gan, transformer, n_samples, random_state, chunk_rows)
+    rows = _model_rows(gan, transformer, n_samples, random_state, where)
+    return _frames(rows, transformer, n_samples, random_state, chunk_rows)
+
+
+def _model_rows(gan, transformer, n_samples, random_state, where):
+    """Generated rows in model space, in blocks (see :func:`iter_transactions`)."""
+    if where is None:
+        return gan.iter_sample(n_samples, random_state=random_state)
+    column, code = parse_where(where, transformer.features_)
+    conditions = gan.conditions
+    if conditions is not None and conditions.column == column:
+        return gan.iter_sample(n_samples, random_state=random_state, where=code)
+    return _kept_rows(gan, column, code, n_samples, random_state, where)
+
+
+def _kept_rows(gan, column, code, n_samples, random_state, where):
+    drawn = kept = 0
+    limit = max(int(n_samples / MIN_WHERE_SHARE), 20 * SAMPLE_BLOCK)
+    for block in gan.iter_sample(limit, random_state=random_state):
+        drawn += len(block)
+        block = block[block[:, column] == code][: n_samples - kept]
+        kept += len(block)
+        if len(block):
+            yield block
+        if kept == n_samples:
+            return
+        if drawn >= 20 * SAMPLE_BLOCK and kept < MIN_WHERE_SHARE * drawn:
+            break
+    raise ConfigError(
+        f"--where {where}: only {kept:,} of {drawn:,} generated rows have it; "
+        "condition the GAN on that column (--set gan.condition_on=COLUMN) and "
+        "rerun"
+    )
 
 
 def _frames(
-    gan, transformer, n_samples: int, random_state: int, chunk_rows: int
+    blocks, transformer: TabularTransformer, n_samples, random_state, chunk_rows
 ) -> Iterator[pd.DataFrame]:
-    for rows in gan.iter_sample(
-        n_samples, random_state=random_state, chunk_rows=chunk_rows
-    ):
-        frame = transformer.to_domain(transformer.inverse_transform(rows))
-        if list(frame.columns) != list(FEATURES):
-            frame = frame[list(FEATURES)]
-        frame[TARGET] = np.int8(1)
-        yield frame
+    schema = transformer.schema
+    label = schema.label.positive
+    label_dtype = (
+        bool if isinstance(label, bool) else np.int8 if isinstance(label, int) else None
+    )
+    # One generator for the rebuilt dates, consumed row by row in order: the same
+    # rows whatever the chunking.
+    dates = np.random.default_rng([random_state, 2])
+    pending: list[np.ndarray] = []
+    n_pending = done = 0
+    for block in blocks:
+        pending.append(block)
+        n_pending += len(block)
+        while n_pending >= chunk_rows or (n_pending and done + n_pending == n_samples):
+            rows = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            take = min(chunk_rows, n_pending)
+            chunk, rest = rows[:take], rows[take:]
+            pending, n_pending = ([rest] if len(rest) else []), len(rest)
+            done += take
+            frame = transformer.to_table(
+                transformer.to_domain(transformer.inverse_transform(chunk)), dates
+            )
+            values = np.full(len(frame), label, dtype=label_dtype)
+            frame[schema.label.column] = values
+            yield frame

@@ -54,6 +54,10 @@ def _output_heads(h, n_features, layout, seed, names="row"):
         out = _dense(width, seed + i, f"{names}_{i}_{kind}", "float32")(h)
         if kind == "tanh":
             out = layers.Activation("tanh", name=f"{names}_{i}_tanh_act")(out)
+        elif kind == "softmax" and width == 1:
+            # A block of one (a mode or a category that is the only one): nothing
+            # to choose; a softmax over one value only warns.
+            out = layers.Activation("sigmoid", name=f"{names}_{i}_one")(out)
         elif kind == "softmax":
             out = GumbelSoftmax(seed=seed + 100 + i, name=f"{names}_{i}_gumbel")(out)
         heads.append(out)

@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 
 from pipeline.config import GANConfig
 from pipeline.errors import ArtifactError
+from pipeline.gan.encoding import GANColumns
 from pipeline.gan.storage import data_fingerprint, load_gan
 from pipeline.gan.trainer import train_cwgan_gp
 
@@ -36,6 +37,14 @@ class GANOverSampler(BaseOverSampler):
         the rows given to ``fit_resample``: the GAN is loaded instead of retrained,
         so one GAN per split serves every consumer. Its data fingerprint is checked;
         a GAN fitted on other rows is refused, which also rules out leakage.
+    categorical_features : list of int, optional
+        Columns holding category codes (one-hot blocks with Gumbel-softmax heads;
+        every generated code is one the training rows have), as in SMOTENC.
+    integer_features : list of int, optional
+        Columns of whole numbers (generated rows keep values the training rows
+        have).
+    condition_feature : int, optional
+        One of ``categorical_features`` to condition the GAN on, beside the class.
 
     Attributes
     ----------
@@ -49,6 +58,9 @@ class GANOverSampler(BaseOverSampler):
         **BaseOverSampler._parameter_constraints,
         "gan_params": [dict, None],
         "pretrained": [str, Path, None],
+        "categorical_features": ["array-like", None],
+        "integer_features": ["array-like", None],
+        "condition_feature": [int, None],
     }
 
     def __init__(
@@ -58,11 +70,17 @@ class GANOverSampler(BaseOverSampler):
         random_state=None,
         gan_params=None,
         pretrained=None,
+        categorical_features=None,
+        integer_features=None,
+        condition_feature=None,
     ):
         super().__init__(sampling_strategy=sampling_strategy)
         self.random_state = random_state
         self.gan_params = gan_params
         self.pretrained = pretrained
+        self.categorical_features = categorical_features
+        self.integer_features = integer_features
+        self.condition_feature = condition_feature
 
     def _fit_resample(self, X, y):
         rng = check_random_state(self.random_state)
@@ -88,8 +106,18 @@ class GANOverSampler(BaseOverSampler):
                 for label, n in self.sampling_strategy_.items()
                 if n > 0
             ]
+            columns = GANColumns(
+                categorical=tuple(int(c) for c in self.categorical_features or ()),
+                integer=tuple(int(c) for c in self.integer_features or ()),
+                condition=self.condition_feature,
+            )
             self.gan_ = train_cwgan_gp(
-                X, y_index, config, random_state=train_seed, targets=targets or None
+                X,
+                y_index,
+                config,
+                random_state=train_seed,
+                targets=targets or None,
+                columns=columns,
             )
         X_parts, y_parts = [X], [np.asarray(y)]
         for offset, (label, n_samples) in enumerate(

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 
 from pipeline.gan.encoding import ColumnEncoder
-from pipeline.gan.trained import TrainedGAN, generate_rows
+from pipeline.gan.trained import Conditions, TrainedGAN, generate_rows
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,10 @@ class ModelSelection:
         label: int,
         temperature: float,
         random_state: int,
+        conditions: Conditions | None = None,
     ):
         self.encoder = encoder
+        self.conditions = conditions
         self.latent_dim = latent_dim
         self.label = label
         self.temperature = temperature
@@ -61,6 +63,12 @@ class ModelSelection:
         (``None`` when a generated row is not finite)."""
         from pipeline.fidelity import c2st_auc
 
+        extra = values = None
+        if self.conditions is not None:
+            rng = np.random.default_rng([self.random_state, 1])
+            index = self.conditions.draw(len(validation), self.label, rng)
+            extra = self.conditions.one_hot(index)
+            values = np.asarray(self.conditions.levels)[index]
         rows = self.encoder.decode(
             generate_rows(
                 generator,
@@ -69,8 +77,10 @@ class ModelSelection:
                 label=self.label,
                 random_state=self.random_state,
                 temperature=self.temperature,
+                extra=extra,
             ),
             random_state=self.random_state,
+            condition=values,
         )
         if not np.isfinite(rows).all():
             return None

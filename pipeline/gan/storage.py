@@ -12,8 +12,9 @@ import numpy as np
 
 from pipeline.artifacts import atomic_path, load_json, save_json
 from pipeline.errors import ArtifactError
+from pipeline.gan import networks  # noqa: F401 (registers GumbelSoftmax for loading)
 from pipeline.gan.encoding import ColumnEncoder
-from pipeline.gan.trained import TrainedGAN
+from pipeline.gan.trained import Conditions, TrainedGAN
 
 GENERATOR_FILE = "generator.keras"
 META_FILE = "gan.json"
@@ -78,6 +79,9 @@ def save_gan(
             "latent_dim": trained.latent_dim,
             "n_features": trained.n_features,
             "fingerprint": trained.fingerprint,
+            "conditions": None
+            if trained.conditions is None
+            else trained.conditions.to_dict(),
             **trained.meta,
         },
     )
@@ -90,7 +94,10 @@ def _load_keras(path: Path) -> keras.Model:
     try:
         return keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as exc:  # Keras raises many types for a bad file
-        raise ArtifactError(f"{path}: cannot load ({exc})") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ArtifactError(
+            f"{path}: cannot load ({type(exc).__name__}: {first[:300]})"
+        ) from exc
 
 
 def load_gan(directory: str | Path) -> TrainedGAN:
@@ -125,7 +132,12 @@ def load_gan(directory: str | Path) -> TrainedGAN:
         n_features=int(meta["n_features"]),
         fingerprint=str(meta["fingerprint"]),
         history=history,
-        meta={k: v for k, v in meta.items() if k not in {"latent_dim", "n_features"}},
+        meta={
+            k: v
+            for k, v in meta.items()
+            if k not in {"latent_dim", "n_features", "conditions"}
+        },
         encoder=encoder,
         filter_model=filter_model,
+        conditions=Conditions.from_dict(meta.get("conditions")),
     )

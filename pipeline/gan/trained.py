@@ -18,6 +18,62 @@ SAMPLE_BLOCK = 8_192
 """Rows drawn per generator call when sampling (see :meth:`TrainedGAN.iter_sample`)."""
 
 
+@dataclass(frozen=True)
+class Conditions:
+    """The categorical column a GAN is conditioned on, beside the class.
+
+    ``column``: its model-space position; ``levels``: the codes its training rows
+    have (the condition vector holds one-hot ``levels`` after the one-hot class);
+    ``frequencies``: per class index, how often each level occurs among that
+    class's training rows (unconditional draws follow them).
+    """
+
+    column: int
+    levels: tuple[float, ...]
+    frequencies: dict[int, tuple[float, ...]]
+
+    @classmethod
+    def fit(cls, column: int, X: np.ndarray, y: np.ndarray) -> Conditions:
+        values = np.asarray(X)[:, column]
+        levels = np.unique(values)
+        frequencies = {}
+        for k in np.unique(y):
+            counts = np.array([(values[y == k] == v).sum() for v in levels], float)
+            frequencies[int(k)] = tuple((counts / counts.sum()).tolist())
+        return cls(column, tuple(levels.tolist()), frequencies)
+
+    def index_of(self, X: np.ndarray) -> np.ndarray:
+        """Each row's level index (rows are training rows: every code is known)."""
+        return np.searchsorted(np.asarray(self.levels), np.asarray(X)[:, self.column])
+
+    def one_hot(self, index: np.ndarray) -> np.ndarray:
+        return np.eye(len(self.levels), dtype=np.float32)[index]
+
+    def draw(self, n: int, label: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` level indices as the class's training rows have them."""
+        p = np.asarray(self.frequencies[label])
+        return np.minimum(
+            (rng.random(n)[:, None] > np.cumsum(p)).sum(axis=1), len(p) - 1
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "column": self.column,
+            "levels": list(self.levels),
+            "frequencies": {str(k): list(v) for k, v in self.frequencies.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Conditions | None:
+        if data is None:
+            return None
+        return cls(
+            int(data["column"]),
+            tuple(float(v) for v in data["levels"]),
+            {int(k): tuple(v) for k, v in data["frequencies"].items()},
+        )
+
+
 @dataclass
 class TrainedGAN:
     """A fitted generator and what it takes to use and describe it.
@@ -35,14 +91,22 @@ class TrainedGAN:
     meta: dict[str, Any] = field(default_factory=dict)
     encoder: ColumnEncoder = field(default_factory=ColumnEncoder)
     filter_model: Any = None
+    conditions: Conditions | None = None
 
     def sample(
-        self, n_samples: int, *, label: int = 1, random_state: int = 0
+        self,
+        n_samples: int,
+        *,
+        label: int = 1,
+        random_state: int = 0,
+        where: float | None = None,
     ) -> np.ndarray:
         """``n_samples`` generated rows of class ``label`` in model space (float64):
         the rows of :meth:`iter_sample`, concatenated."""
         parts = list(
-            self.iter_sample(n_samples, label=label, random_state=random_state)
+            self.iter_sample(
+                n_samples, label=label, random_state=random_state, where=where
+            )
         )
         return np.concatenate(parts) if parts else np.empty((0, self.n_features))
 
@@ -53,6 +117,7 @@ class TrainedGAN:
         label: int = 1,
         random_state: int = 0,
         chunk_rows: int = SAMPLE_BLOCK,
+        where: float | None = None,
     ) -> Iterator[np.ndarray]:
         """The rows of :meth:`sample` in chunks of ``chunk_rows`` (the last one
         shorter), produced as they are consumed: memory does not grow with
@@ -63,6 +128,10 @@ class TrainedGAN:
         ``n_samples / (1 - filter_share)`` rows are drawn and the most
         synthetic-looking ones of each block dropped (the block's share of the
         ``n_samples`` kept); the rest keep their order.
+
+        A GAN conditioned on a categorical column (:attr:`conditions`) draws each
+        row's category as the class's training rows have them, or gives every row
+        the code ``where``.
         """
         if chunk_rows < 1:
             raise ConfigError(f"chunk_rows must be at least 1, got {chunk_rows}")
@@ -80,10 +149,29 @@ class TrainedGAN:
         noise = np.random.default_rng(random_state)
         decoding = np.random.default_rng(random_state)
         temperature = float(self.meta.get("temperature", 1.0))
+        conditions = self.conditions
+        if where is not None:
+            if conditions is None or where not in conditions.levels:
+                raise ConfigError(
+                    f"this GAN cannot draw rows with code {where} of a conditioned "
+                    "column (see TrainedGAN.conditions)"
+                )
+            fixed_level = conditions.levels.index(where)
+        if conditions is not None:
+            drawing = np.random.default_rng([random_state, 1])
         pending: list[np.ndarray] = []
         n_pending = kept = 0
         for start in range(0, n_draw, SAMPLE_BLOCK):
             stop = min(start + SAMPLE_BLOCK, n_draw)
+            extra = values = None
+            if conditions is not None:
+                index = (
+                    np.full(stop - start, fixed_level)
+                    if where is not None
+                    else conditions.draw(stop - start, label, drawing)
+                )
+                extra = conditions.one_hot(index)
+                values = np.asarray(conditions.levels)[index]
             Z = generate_rows(
                 self.generator,
                 stop - start,
@@ -91,11 +179,12 @@ class TrainedGAN:
                 label=label,
                 random_state=noise,
                 temperature=temperature,
+                extra=extra,
             )
-            X = self.encoder.decode(Z, random_state=decoding)
+            X = self.encoder.decode(Z, random_state=decoding, condition=values)
             if filtered:
                 keep_to = n_samples if stop == n_draw else stop * n_samples // n_draw
-                realness = self._realness(Z, X, label)
+                realness = self._realness(Z, X, label, extra)
                 order = np.argsort(-realness, kind="stable")[: keep_to - kept]
                 X = X[np.sort(order)]
                 kept = keep_to
@@ -109,14 +198,19 @@ class TrainedGAN:
         if n_pending:
             yield np.concatenate(pending) if len(pending) > 1 else pending[0]
 
-    def _realness(self, Z: np.ndarray, X: np.ndarray, label: int) -> np.ndarray:
+    def _realness(
+        self,
+        Z: np.ndarray,
+        X: np.ndarray,
+        label: int,
+        extra: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Higher for rows that look more real to the filter (``Z``: the rows in
-        the generator's space, ``X``: the same rows decoded)."""
+        the generator's space, ``X``: the same rows decoded, ``extra``: their
+        conditioned category, one-hot)."""
         if self.meta["filter"] == "classifier":
             return -self.filter_model.predict_proba(X)[:, 1]
-        n_classes = int(self.generator.inputs[1].shape[-1])
-        condition = np.zeros((len(Z), n_classes), np.float32)
-        condition[:, label] = 1.0
+        condition = condition_matrix(self.generator, len(Z), label, extra)
         critic = inference_function(self.filter_model)
         Z = Z.astype(np.float32)
         scores = [
@@ -158,6 +252,20 @@ def inference_function(model: keras.Model):
     return _INFERENCE[model]
 
 
+def condition_matrix(
+    generator: keras.Model, n: int, label: int, extra: np.ndarray | None = None
+) -> np.ndarray:
+    """The generator's condition input for ``n`` rows of class ``label``: the
+    one-hot class, then ``extra`` (a conditioned category, one-hot) when given."""
+    width = int(generator.inputs[1].shape[-1])
+    n_classes = width - (0 if extra is None else extra.shape[1])
+    condition = np.zeros((n, width), np.float32)
+    condition[:, label] = 1.0
+    if extra is not None:
+        condition[:, n_classes:] = extra
+    return condition
+
+
 def generate_rows(
     generator: keras.Model,
     n_samples: int,
@@ -167,6 +275,7 @@ def generate_rows(
     random_state: int | np.random.Generator = 0,
     batch_size: int = 8_192,
     temperature: float = 1.0,
+    extra: np.ndarray | None = None,
 ) -> np.ndarray:
     """Draw ``n_samples`` rows of class ``label`` in the generator's space (float64).
 
@@ -179,9 +288,7 @@ def generate_rows(
     cores).
     """
     rng = np.random.default_rng(random_state)
-    n_classes = int(generator.inputs[1].shape[-1])
-    condition = np.zeros((min(batch_size, max(n_samples, 1)), n_classes), np.float32)
-    condition[:, label] = 1.0
+    condition = condition_matrix(generator, min(batch_size, max(n_samples, 1)), label)
     infer = inference_function(generator)
     parts = []
     for start in range(0, n_samples, batch_size):
@@ -189,6 +296,8 @@ def generate_rows(
         z = rng.standard_normal((n, latent_dim), dtype=np.float32)
         if temperature != 1.0:
             z *= np.float32(temperature)
+        if extra is not None:
+            condition = condition_matrix(generator, n, label, extra[start : start + n])
         out = infer(tf.constant(z), tf.constant(condition[:n]))
         parts.append(np.asarray(out, dtype=np.float64))
     if not parts:

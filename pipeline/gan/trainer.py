@@ -28,7 +28,7 @@ from pipeline.gan.checkpoints import (
     read_checkpoint_state,
     write_checkpoint,
 )
-from pipeline.gan.encoding import ColumnEncoder
+from pipeline.gan.encoding import ColumnEncoder, GANColumns
 from pipeline.gan.model import ConditionalWGANGP
 from pipeline.gan.networks import build_critic, build_generator
 from pipeline.gan.selection import (
@@ -37,7 +37,7 @@ from pipeline.gan.selection import (
     selection_seed,
 )
 from pipeline.gan.storage import data_fingerprint
-from pipeline.gan.trained import TrainedGAN
+from pipeline.gan.trained import Conditions, TrainedGAN
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,16 @@ class _Trainer:
     where the killed one stopped.
     """
 
-    def __init__(self, X, y, config: GANConfig, random_state: int, targets=None):
+    def __init__(
+        self,
+        X,
+        y,
+        config: GANConfig,
+        random_state: int,
+        targets=None,
+        columns: GANColumns | None = None,
+    ):
+        columns = columns or GANColumns()
         self.X = np.asarray(X)
         self.y = np.asarray(y).astype(np.int64)
         self.n_classes = max(int(self.y.max()) + 1, 2)
@@ -73,17 +82,30 @@ class _Trainer:
         )
         self.encoder = ColumnEncoder(
             config.encoding,
-            mode_columns=config.mode_columns,
+            mode_columns=columns.mode,
             random_state=int(seeds[4] % 2**31),
+            categorical=columns.categorical,
+            integer=columns.integer,
+            condition=columns.condition,
         ).fit(self.X[np.isin(self.y, np.flatnonzero(drawn > 0))])
+        self.conditions = (
+            None
+            if columns.condition is None
+            else Conditions.fit(columns.condition, self.X, self.y)
+        )
         self.dequantize = None
         if config.encoding == "quantile" and config.dequantize:
             low, high = self.encoder.cdf_bounds(self.X)
+            fixed = self.encoder.fixed_rows(self.X)
             self.dequantize = (low, high, self.encoder.uniform_clip())
+            if fixed is not None:
+                self.dequantize += (fixed,)
         self.X_encoded = None if self.dequantize else self.encoder.training_rows(self.X)
         n_features = self.encoder.n_encoded
+        n_levels = 0 if self.conditions is None else len(self.conditions.levels)
         common = {
-            "n_classes": self.n_classes,
+            # The condition: the one-hot class, then the conditioned category.
+            "n_classes": self.n_classes + n_levels,
             "negative_slope": config.leaky_relu_slope,
             "dtype": config.precision,
         }
@@ -147,6 +169,7 @@ class _Trainer:
             label=self.minority,
             temperature=config.temperature,
             random_state=self.select_seed,
+            conditions=self.conditions,
         )
         self.recoveries = 0
         self.resumed_from = 0
@@ -317,6 +340,12 @@ class _Trainer:
                     start_step=self.step,
                     targets=self.targets,
                     dequantize=self.dequantize,
+                    condition=None
+                    if self.conditions is None
+                    else (
+                        self.conditions.index_of(self.X),
+                        len(self.conditions.levels),
+                    ),
                 )
                 self.gan.max_consecutive_nonfinite.assign(0)
                 out = self.gan.fit(
@@ -405,6 +434,7 @@ def train_cwgan_gp(
     checkpoint_dir: str | Path | None = None,
     log_every: int | None = None,
     targets: list[int] | None = None,
+    columns: GANColumns | None = None,
 ) -> TrainedGAN:
     """Fit a conditional WGAN-GP on ``(X, y)`` (model space, class indices).
 
@@ -430,6 +460,9 @@ def train_cwgan_gp(
     targets : list of int, optional
         The classes that will be generated (default: the rarest class); they get
         ``config.fraud_fraction`` of every batch.
+    columns : GANColumns, optional
+        Which columns are categorical codes, integers, the condition and the
+        mode-specific columns (default: every column numeric).
 
     Raises
     ------
@@ -451,7 +484,7 @@ def train_cwgan_gp(
     eval_every = config.eval_every or max(log_every, config.steps // 10)
     # Checks happen at chunk ends, so round the interval to whole chunks.
     eval_every = max(log_every, eval_every // log_every * log_every)
-    trainer = _Trainer(X, y, config, random_state, targets)
+    trainer = _Trainer(X, y, config, random_state, targets, columns)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     if checkpoint_dir is not None:
         trainer.try_resume(checkpoint_dir, fingerprint)
@@ -486,6 +519,7 @@ def train_cwgan_gp(
         fingerprint=fingerprint,
         history=trainer.history,
         encoder=trainer.encoder,
+        conditions=trainer.conditions,
         meta={
             "device": device,
             "train_seconds": round(seconds, 3),
