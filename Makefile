@@ -10,6 +10,7 @@ STAMP := $(VENV)/.installed-stamp
 DATA ?= data/raw/creditcard.csv
 DEMO := data/demo/creditcard_demo.csv.gz
 PROFILE ?= default
+SCHEMA ?= kaggle
 SEED ?= 0
 PREFECT_PORT ?= 4200
 CRON ?= 0 3 * * *
@@ -51,7 +52,7 @@ run: $(STAMP)
 	    test -f "$(DEMO)" || $(BIN)/fraudaug demo-data --out "$(DEMO)"; }; \
 	fi
 	@data="$(DATA)"; [ -f "$$data" ] || data="$(DEMO)"; \
-	  $(BIN)/fraudaug run --data "$$data" --profile "$(PROFILE)" --seed "$(SEED)"
+	  $(BIN)/fraudaug run --data "$$data" --schema "$(SCHEMA)" --profile "$(PROFILE)" --seed "$(SEED)"
 
 # A local Prefect server for deployments (loopback only); leave it running.
 server: $(STAMP)
@@ -61,7 +62,7 @@ server: $(STAMP)
 # at PREFECT_API_URL (default: the one `make server` starts).
 serve: $(STAMP)
 	PREFECT_API_URL=$${PREFECT_API_URL:-http://127.0.0.1:$(PREFECT_PORT)/api} \
-	  $(BIN)/fraudaug serve --data "$(DATA)" --profile "$(PROFILE)" --cron "$(CRON)"
+	  $(BIN)/fraudaug serve --data "$(DATA)" --schema "$(SCHEMA)" --profile "$(PROFILE)" --cron "$(CRON)"
 
 # The MLflow UI over the runs `make run` logged (./mlflow.db, ./mlartifacts), loopback only.
 mlflow-ui: $(STAMP)

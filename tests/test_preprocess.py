@@ -221,3 +221,21 @@ def test_generated_rows_become_table_rows(mixed_frame, mixed_schema):
     assert stamps.max() <= frame["tx_datetime"].max().normalize() + pd.Timedelta("1D")
     weekday = transformer.inverse_transform(Z)["tx_datetime.dayofweek"]
     assert (stamps.dt.day_of_week.to_numpy() == weekday.to_numpy()).all()
+
+
+def test_a_timestamp_column_orders_a_temporal_split(mixed_frame, mixed_schema):
+    from pipeline.config import SplitConfig
+    from pipeline.errors import ConfigError
+    from pipeline.ingest import validate_frame
+
+    frame = validate_frame(mixed_frame, "t.csv", schema=mixed_schema)
+    splits = split_rows(frame, SplitConfig(mode="temporal"), [0], mixed_schema)
+    times = {
+        subset: frame["tx_datetime"].iloc[subset_rows(splits, 0, subset)]
+        for subset in ("train", "validation", "test")
+    }
+    assert times["train"].max() <= times["validation"].min()
+    assert times["validation"].max() <= times["test"].min()
+    untimed = mixed_schema.model_copy(update={"time": None})
+    with pytest.raises(ConfigError, match="needs a time column"):
+        split_rows(frame, SplitConfig(mode="temporal"), [0], untimed)
