@@ -24,7 +24,15 @@ from pipeline.paths import (
     nearest_existing,
 )
 from pipeline.registry import DEFAULT_MODEL_URI  # (stdlib only at import)
-from pipeline.schema import BUILT_IN, SCHEMA_FILE
+from pipeline.schema import (
+    BUILT_IN,
+    SCHEMA_FILE,
+    detect_schema,
+    format_detection,
+    load_schema,
+    parse_where,
+    save_schema,
+)
 
 logger = logging.getLogger("pipeline.cli")
 
@@ -70,10 +78,9 @@ def _cmd_schema(args: argparse.Namespace) -> int:
             f"{out} exists (perhaps a schema you edited); choose another --out or "
             "pass --force to replace it"
         )
-    check_writable(out.parent if str(out.parent) else ".", "--out")
+    check_writable(out.parent, "--out")
     check_input_table(args.data)
     from pipeline.ingest import read_raw
-    from pipeline.schema import detect_schema, format_detection, save_schema
 
     frame = read_raw(args.data)
     schema, reasons = detect_schema(
@@ -98,7 +105,6 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from pipeline.ingest import read_transactions
-    from pipeline.schema import load_schema
 
     schema = load_schema(args.schema)
     _, summary = read_transactions(args.path, schema)
@@ -166,8 +172,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # A bad profile, override, schema or output folder fails here, before Prefect
     # starts.
     config = load_config(args.profile, seed=args.seed, overrides=overrides)
-    from pipeline.schema import load_schema
-
     schema = load_schema(args.schema)
     schema.check_gan_columns(config.gan.condition_on, config.gan.mode_columns)
     check_writable(config.data.cache_dir, "cache")
@@ -235,7 +239,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise DataValidationError(f"{data}: no such file")
     check_writable(args.reports, "reports")
     from pipeline.config import load_config
-    from pipeline.schema import load_schema
 
     load_config(args.profile)  # a bad profile fails here
     load_schema(args.schema)  # so does a bad schema file
@@ -327,8 +330,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             "methods? is the split number right?)"
         )
     if args.where:  # checked against the split's vocabularies before any import
-        from pipeline.schema import parse_where
-
         transformer = run_dir / f"split-{args.split}" / "gan" / "transformer.json"
         try:
             features = json.loads(transformer.read_text())["features"]
@@ -338,7 +339,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from pipeline.artifacts import TableWriter
     from pipeline.backend import describe_device
     from pipeline.gan.generate import gan_dir_of_run, iter_transactions, left_out
-    from pipeline.schema import load_schema
     from pipeline.streaming import RowProgress, prefetched
 
     gan_dir = gan_dir_of_run(run_dir, args.split)

@@ -203,7 +203,6 @@ def subset_rows(splits: pd.DataFrame, split: int, subset: str) -> np.ndarray:
     return splits.loc[mask, "row"].to_numpy()
 
 
-DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 MAX_DECIMALS = 6
 """Generated values are rounded to the most decimals a column's training values
 have, when that is at most this many (amounts to cents, counts to units)."""

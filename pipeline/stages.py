@@ -78,8 +78,8 @@ def stage_ingest(
     cache_dir = Path(cache_dir)
     if path.is_file():
         sha256 = file_sha256(path)
-        meta_path = cache_dir / f"{_ingest_name(sha256, schema)}.json"
-        parquet = cache_dir / f"{_ingest_name(sha256, schema)}.parquet"
+        name = _ingest_name(sha256, schema)
+        meta_path, parquet = cache_dir / f"{name}.json", cache_dir / f"{name}.parquet"
         if meta_path.is_file() and parquet.is_file():
             try:
                 meta = load_json(meta_path)
@@ -95,10 +95,11 @@ def stage_ingest(
                 }
                 return {**summary, "frame_path": str(parquet), "cached": True}
     frame, summary = read_transactions(data_path, schema)
-    parquet = cache_dir / f"{_ingest_name(summary.sha256, schema)}.parquet"
+    name = _ingest_name(summary.sha256, schema)
+    parquet = cache_dir / f"{name}.parquet"
     save_parquet(parquet, frame)
     save_json(
-        cache_dir / f"{_ingest_name(summary.sha256, schema)}.json",
+        cache_dir / f"{name}.json",
         {
             "summary": summary.to_dict(),
             "code": code_version("pipeline.ingest"),
