@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import platform
 import sys
@@ -389,8 +390,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     started = time.perf_counter()
     threads = max(1, (os.cpu_count() or 2) // max(args.jobs, 1))
+    # Fresh worker processes: a fork of a process whose TensorFlow is already
+    # initialised cannot set its thread pools (nor safely use them).
     with ProcessPoolExecutor(
-        args.jobs, initializer=_init_worker, initargs=(threads,)
+        args.jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(threads,),
     ) as pool:
         # Order by split so that a worker reuses its loaded split data.
         todo.sort(key=lambda item: (item[0]["split"], item[0]["kind"] != "references"))

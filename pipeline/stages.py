@@ -169,10 +169,14 @@ def load_split_data(
     space (``amount``: ``None`` when the schema names no amount column), and
     ``"transformer"``: the split's fitted transformer (its ``schema`` is the
     table's)."""
-    frame = load_parquet(frame_path)
-    splits = load_parquet(splits_path)
     transformer = TabularTransformer.from_dict(load_json(transformer_path))
     schema = transformer.schema
+    # The columns these stages read (not the ids or other text beside them).
+    wanted = {f["source"] for f in transformer.features_} | {schema.label.column}
+    if schema.amount is not None:
+        wanted.add(schema.amount)
+    frame = load_parquet(frame_path, columns=[c for c in schema.names if c in wanted])
+    splits = load_parquet(splits_path)
     data: dict[str, Any] = {"transformer": transformer}
     for subset in ("train", "validation", "test"):
         rows = subset_rows(splits, split, subset)
