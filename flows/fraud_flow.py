@@ -428,6 +428,7 @@ def fraud_augmentation(
             cached_stages=cached,
             tracking=mlflow_run,
             schema=table,
+            folds=prepared.get("folds"),
         )
         publish(str(run_dir), written["report"])
         status = "FINISHED"

@@ -184,6 +184,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from pipeline.stages import stage_ingest
 
     ingested = stage_ingest(data, config.data.cache_dir, schema)
+    if config.split.mode != "stratified":  # the windows fit the table: before any work
+        from pipeline.artifacts import load_parquet
+        from pipeline.preprocess import split_rows
+
+        columns = [c for c in (schema.time, schema.label.column) if c is not None]
+        split_rows(
+            load_parquet(ingested["frame_path"], columns=columns),
+            config.split,
+            [0] * config.split.n_splits,
+            schema,
+        )
     if args.dask_address:
         _check_cluster(
             args.dask_address,
@@ -497,8 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reports", default="reports", help="default: reports/")
     p.add_argument(
         "--split-mode",
-        choices=["stratified", "temporal"],
-        help="temporal: train on the earliest rows, test on the latest (one split)",
+        choices=["stratified", "temporal", "rolling"],
+        help="temporal: train on the earliest rows, test on the latest (one split); "
+        "rolling: out-of-time folds (split.train_window, .delay, .test_window)",
     )
     p.add_argument(
         "--set",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -52,24 +53,70 @@ class DataConfig(_Section):
     )
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([dhms])\s*$")
+_UNIT_SECONDS = {"d": 86_400.0, "h": 3_600.0, "m": 60.0, "s": 1.0}
+
+
+def duration_seconds(text: str) -> float:
+    """``"21d"``, ``"6h"``, ``"30m"``, ``"90s"`` -> seconds.
+
+    Raises
+    ------
+    ValueError
+        Not a number followed by one of d, h, m, s.
+    """
+    match = _DURATION.match(str(text))
+    if match is None:
+        raise ValueError(
+            f"{text!r} is not a duration; expected a number and a unit d, h, m or s "
+            "(e.g. 21d, 6h)"
+        )
+    return float(match[1]) * _UNIT_SECONDS[match[2]]
+
+
 class SplitConfig(_Section):
-    mode: Literal["stratified", "temporal"] = Field(
+    mode: Literal["stratified", "temporal", "rolling"] = Field(
         "stratified",
         description="stratified: repeated random stratified splits. temporal: train "
-        "on the earliest rows by Time, validate on the next, test on the latest "
-        "(the honest setting for a model retrained nightly); one split.",
+        "on the earliest rows by time, validate on the next, test on the latest; one "
+        "split. rolling: out-of-time folds on the time column (train window, delay, "
+        "test window; n_splits folds, each shifted back by the test window).",
     )
-    n_splits: int = Field(1, ge=1, le=100, description="Repeated stratified splits.")
+    n_splits: int = Field(
+        1, ge=1, le=100, description="Repeated stratified splits, or rolling folds."
+    )
     test_size: float = Field(0.2, gt=0.0, lt=0.5)
     validation_size: float = Field(0.2, gt=0.0, lt=0.5)
+    train_window: str = Field(
+        "21d", description="rolling: the training window (its newest part validates)."
+    )
+    validation_window: str = Field(
+        "4d",
+        description="rolling: the newest part of the training window, held out for "
+        "early stopping, thresholds and the amount choice.",
+    )
+    delay: str = Field(
+        "7d",
+        description="rolling: between training and test, the days whose frauds are "
+        "not yet known when the model is retrained.",
+    )
+    test_window: str = Field("7d", description="rolling: the test window of a fold.")
 
     @model_validator(mode="after")
-    def _check_temporal(self) -> SplitConfig:
+    def _check_modes(self) -> SplitConfig:
         if self.mode == "temporal" and self.n_splits != 1:
             raise ValueError(
                 "temporal mode has exactly one split (earliest rows train, latest "
                 "test); set split.n_splits to 1"
             )
+        windows = {
+            name: duration_seconds(getattr(self, name))
+            for name in ("train_window", "validation_window", "delay", "test_window")
+        }
+        if windows["train_window"] <= 0 or windows["test_window"] <= 0:
+            raise ValueError("train_window and test_window must be longer than 0")
+        if windows["validation_window"] >= windows["train_window"]:
+            raise ValueError("validation_window must be shorter than train_window")
         return self
 
 

@@ -3,6 +3,7 @@ so that only the sampler differs between methods."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from xgboost import XGBClassifier
 from pipeline.cleaning import FastEditedNearestNeighbours, FastTomekLinks
 from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
 from pipeline.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 
 def make_detector(
@@ -140,6 +143,26 @@ class OneHotOverSampler(BaseOverSampler):
         return np.vstack([X, out]), y_res
 
 
+class TolerantADASYN(ADASYN):
+    """imbalanced-learn's ADASYN, except that where it raises because no fraud has
+    a normal row among its neighbours (every density ratio is 0: nothing to
+    generate), it adds no rows and says so, instead of failing the run."""
+
+    def _fit_resample(self, X, y):
+        try:
+            return super()._fit_resample(X, y)
+        except ValueError as exc:
+            if "No samples will be generated" not in str(exc):
+                raise
+            logger.warning(
+                "adasyn: no fraud has a normal row among its %d nearest neighbours, "
+                "so ADASYN generates nothing here; its detector is trained on the "
+                "real rows alone",
+                self.n_neighbors,
+            )
+            return X, y
+
+
 def make_sampler(
     method: str,
     evaluation: EvaluationConfig,
@@ -195,7 +218,9 @@ def make_sampler(
                 sampling_strategy=strategy, k_neighbors=k, random_state=seed
             )
             if method == "borderline_smote"
-            else ADASYN(sampling_strategy=strategy, n_neighbors=k, random_state=seed)
+            else TolerantADASYN(
+                sampling_strategy=strategy, n_neighbors=k, random_state=seed
+            )
         )
         if not categorical:
             return numeric_only

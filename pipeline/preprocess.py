@@ -82,6 +82,125 @@ def make_temporal_split(
     return frame.astype({"split": np.int32, "row": np.int64})
 
 
+def rolling_folds(time, config: SplitConfig) -> list[dict[str, Any]]:
+    """The out-of-time folds of ``split.mode = "rolling"``, newest first.
+
+    Fold ``k``'s test window ends ``k`` test windows before the newest row (fold 0
+    ends just after it); before the test window lies the delay, before the delay
+    the training window, whose newest ``validation_window`` holds the validation
+    rows. Windows are half-open ``[start, end)`` on the time column (a timestamp,
+    or a number of seconds), so rows with equal times stay on one side.
+
+    Returns
+    -------
+    list of dict
+        Per fold: ``fold``, and ``train``, ``validation``, ``test`` as
+        ``[start, end]`` boundaries (timestamps or numbers).
+
+    Raises
+    ------
+    DataValidationError
+        The table spans less time than the windows of ``n_splits`` folds need.
+    """
+    from pipeline.config import duration_seconds
+
+    series = pd.Series(time)
+    is_datetime = pd.api.types.is_datetime64_any_dtype(series)
+    first, last = series.min(), series.max()
+    train, validation, delay, test = (
+        duration_seconds(getattr(config, name))
+        for name in ("train_window", "validation_window", "delay", "test_window")
+    )
+    k = config.n_splits
+    needed = train + delay + k * test
+    found = (
+        (last - first).total_seconds() if is_datetime else float(last) - float(first)
+    )
+    if found < needed:
+        raise DataValidationError(
+            f"split.mode rolling: {k} fold(s) need {_span(needed)} of data "
+            f"(train_window {config.train_window} + delay {config.delay} + {k} x "
+            f"test_window {config.test_window}); the table spans {_span(found)}. "
+            "Shorten the windows (--set split.train_window=...) or use fewer folds "
+            "(--set split.n_splits=...)"
+        )
+
+    def at(offset: float):
+        """``offset`` seconds after the newest row (0: an end just past it)."""
+        if is_datetime:
+            return last + pd.Timedelta(nanoseconds=1) + pd.Timedelta(seconds=offset)
+        return float(np.nextafter(float(last), np.inf)) + offset
+
+    folds = []
+    for fold in range(k):
+        test_end = -fold * test
+        train_end = test_end - test - delay
+        folds.append(
+            {
+                "fold": fold,
+                "train": [at(train_end - train), at(train_end - validation)],
+                "validation": [at(train_end - validation), at(train_end)],
+                "test": [at(test_end - test), at(test_end)],
+            }
+        )
+    return folds
+
+
+def _span(seconds: float) -> str:
+    days = seconds / 86_400.0
+    return f"{days:.1f} days" if days >= 1 else f"{seconds / 3600.0:.1f} hours"
+
+
+def make_rolling_splits(
+    time, y: np.ndarray | pd.Series, folds: list[dict[str, Any]]
+) -> pd.DataFrame:
+    """The rows of each fold's windows (see :func:`rolling_folds`); rows outside
+    a fold's windows are in none of its subsets. Same columns as
+    :func:`make_splits` (``split`` is the fold, 0 the newest).
+
+    Raises
+    ------
+    DataValidationError
+        A fold's training, validation or test window holds no fraud.
+    """
+    series = pd.Series(time).reset_index(drop=True)
+    y = np.asarray(y)
+    parts = []
+    for fold in folds:
+        for subset in SUBSETS:
+            start, end = fold[subset]
+            rows = np.flatnonzero(((series >= start) & (series < end)).to_numpy())
+            if not (y[rows] == 1).any():
+                raise DataValidationError(
+                    f"split.mode rolling: fold {fold['fold']}'s {subset} window "
+                    f"({_stamp(start)} to {_stamp(end)}) holds no fraud; widen the "
+                    "windows or use fewer folds"
+                )
+            parts.append(
+                pd.DataFrame({"split": fold["fold"], "row": rows, "subset": subset})
+            )
+    frame = pd.concat(parts, ignore_index=True)
+    return frame.astype({"split": np.int32, "row": np.int64})
+
+
+def _stamp(value) -> str | float:
+    """A window boundary as JSON: an ISO timestamp to the second, or a number."""
+    if isinstance(value, pd.Timestamp):
+        return value.floor("s").isoformat()
+    return round(float(value), 3)
+
+
+def describe_folds(folds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`rolling_folds` as JSON (``metrics.json`` -> ``folds``)."""
+    return [
+        {
+            "fold": f["fold"],
+            **{subset: [_stamp(v) for v in f[subset]] for subset in SUBSETS},
+        }
+        for f in folds
+    ]
+
+
 def make_splits(
     y: np.ndarray | pd.Series,
     *,
@@ -167,18 +286,21 @@ def split_rows(
     random_states: list[int],
     schema: TableSchema = KAGGLE,
 ) -> pd.DataFrame:
-    """The splits of a run (see :func:`make_splits`, :func:`make_temporal_split`):
-    stratified splits keep all copies of a row (equal in every column but the
-    identifiers) in one subset (:func:`row_groups`); a chronological split orders
-    the rows by the schema's time column and keeps copies together by their
-    shared time."""
+    """The splits of a run (see :func:`make_splits`, :func:`make_temporal_split`,
+    :func:`make_rolling_splits`): stratified splits keep all copies of a row
+    (equal in every column but the identifiers) in one subset
+    (:func:`row_groups`); chronological splits and rolling folds cut the rows by
+    the schema's time column and keep copies together by their shared time."""
     y = frame[schema.label.column].to_numpy()
+    if config.mode in ("temporal", "rolling") and schema.time is None:
+        raise ConfigError(
+            f"split.mode {config.mode} needs a time column; the {schema.name} schema "
+            'names none (set "time" in the schema file)'
+        )
+    if config.mode == "rolling":
+        time = frame[schema.time]
+        return make_rolling_splits(time, y, rolling_folds(time, config))
     if config.mode == "temporal":
-        if schema.time is None:
-            raise ConfigError(
-                f"split.mode temporal needs a time column; the {schema.name} schema "
-                'names none (set "time" in the schema file)'
-            )
         return make_temporal_split(
             frame[schema.time].to_numpy(),
             y,

@@ -404,7 +404,8 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
         return [], []
     method_colours = charts.colours(metrics["methods"])
     source_colour = {"real": REAL_COLOUR, **method_colours}
-    label = {"real": f"real test frauds (n={views['n_real']})"}
+    reference = metrics.get("fidelity", {}).get("reference", "test")
+    label = {"real": f"real {reference} frauds (n={views['n_real']})"}
     shown = [f for f in top_features(metrics) if f in views["histograms"]]
     histograms = []
     for feature in shown or list(views["histograms"])[:REPORT_FEATURES]:

@@ -39,7 +39,13 @@ from pipeline.config import SMOTE_FAMILY, PipelineConfig
 from pipeline.errors import ArtifactError
 from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
 from pipeline.ingest import is_demo_data, read_transactions
-from pipeline.preprocess import TabularTransformer, split_rows, subset_rows
+from pipeline.preprocess import (
+    TabularTransformer,
+    describe_folds,
+    rolling_folds,
+    split_rows,
+    subset_rows,
+)
 from pipeline.runs import (
     METRICS_FILE,
     release_lock,
@@ -127,6 +133,11 @@ def stage_prepare(
     """
     run_dir = Path(run_dir)
     save_schema(run_dir / SCHEMA_FILE, schema)
+    folds = None
+    if config.split.mode == "rolling":
+        # The windows of every fold, for the report (checked here before any work).
+        time = load_parquet(frame_path, columns=[schema.time])[schema.time]
+        folds = describe_folds(rolling_folds(time, config.split))
     names = [SPLITS_FILE] + [
         f"{split_dir(run_dir, k).name}/transformer.json"
         for k in range(len(split_seeds))
@@ -134,6 +145,7 @@ def stage_prepare(
     result = {
         "splits_path": str(run_dir / SPLITS_FILE),
         "transformer_paths": [str(run_dir / n) for n in names[1:]],
+        "folds": folds,
     }
     entry = None
     if cache_dir is not None:
@@ -332,7 +344,11 @@ def stage_fidelity(
     transformer = data["transformer"]
     X, y = data["train"]["X"], data["train"]["y"]
     train_frauds = X[y == 1]
-    test_frauds = data["test"]["X"][data["test"]["y"] == 1]
+    # Out of time, frauds drift between periods: judged against the test window
+    # the generators would be blamed for the drift, so rolling folds compare with
+    # the training period's own held-out frauds (the validation rows).
+    reference = "validation" if config.split.mode == "rolling" else "test"
+    test_frauds = data[reference]["X"][data[reference]["y"] == 1]
     smote = make_sampler(
         "smote",
         config.evaluation,
@@ -342,7 +358,7 @@ def stage_fidelity(
     )
     X_res, _ = smote.fit_resample(X, y)
     synthetic = {"smote": X_res[len(y) :]}
-    result: dict[str, Any] = {"split": split}
+    result: dict[str, Any] = {"split": split, "reference": reference}
     if gan_dir is not None:
         from pipeline.gan.storage import load_gan
 
@@ -356,14 +372,26 @@ def stage_fidelity(
     # The floor: real training frauds judged the same way (DCR is 0 for them by
     # construction, so only the distribution metrics are meaningful).
     synthetic["real_train"] = train_frauds
+    # Out of time, a time column that is a feature as it is (seconds, like the
+    # Kaggle file's) tells the periods apart by itself: it is left out of the
+    # comparison (a timestamp's hour and weekday are not).
+    keep = list(range(train_frauds.shape[1]))
+    if reference == "validation":
+        keep = [
+            j for j, name in enumerate(transformer.feature_names)
+            if name != transformer.schema.time
+        ]  # fmt: skip
+    if len(keep) < train_frauds.shape[1]:
+        result["left_out"] = [transformer.schema.time]
+    categorical = [keep.index(j) for j in transformer.categorical_features]
     for name, rows in synthetic.items():
         result[name] = compute_fidelity(
-            rows,
-            test_frauds,
-            train_frauds,
+            rows[:, keep],
+            test_frauds[:, keep],
+            train_frauds[:, keep],
             random_state=sampler_seed,
-            categorical=transformer.categorical_features,
-            names=transformer.feature_names,
+            categorical=categorical,
+            names=[transformer.feature_names[j] for j in keep],
         )
     logger.info(
         "split %d fidelity: C2ST %s",
@@ -371,7 +399,7 @@ def stage_fidelity(
         ", ".join(
             f"{k} {v['c2st_auc']:.3f}"
             for k, v in result.items()
-            if k not in ("split", "views")
+            if k not in ("split", "views", "reference", "left_out")
         ),
     )
     return result
@@ -382,8 +410,11 @@ def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
     from pipeline.fidelity import FIDELITY_METRICS
 
     first = per_split[0] if per_split else {}
-    sources = [k for k in first if k not in ("split", "views")]
+    sources = [k for k in first if k not in ("split", "views", "reference", "left_out")]
     out: dict[str, Any] = {"views": first["views"]} if "views" in first else {}
+    for key in ("reference", "left_out"):
+        if key in first:
+            out[key] = first[key]
     for source in sources:
         records = [{"split": s["split"], **s[source]} for s in per_split]
         means: dict[str, Any] = {}
@@ -680,6 +711,7 @@ def stage_report(
     cached_stages: list[str] | None = None,
     tracking: dict[str, str] | None = None,
     schema: TableSchema = KAGGLE,
+    folds: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
     ``manifest.json``; log them and the figures to the run's MLflow run
@@ -735,6 +767,7 @@ def stage_report(
         "schema": schema.to_dict(),
         "methods": list(config.evaluation.methods),
         "n_splits": config.split.n_splits,
+        "folds": folds,
         "primary_metric": "auprc",
         "results": results,
         "summary": summarise(results),

@@ -94,14 +94,17 @@ def mixed_schema(mixed_csv):
 
 @pytest.fixture(scope="session")
 def mixed_run(harness, mixed_csv, mixed_schema, tmp_path_factory):
-    """One smoke run of the flow on the mixed table (fast GAN and trees, the GAN
-    conditioned on the channel), tracked and registered in an sqlite store."""
+    """One smoke run of the flow on the mixed table, out of time as a nightly run
+    judges (one rolling fold: 14 training days, the newest 3 validating, a 3-day
+    delay, 5 test days), fast GAN and trees, the GAN conditioned on the channel;
+    tracked and registered in an sqlite store."""
     from flows.fraud_flow import fraud_augmentation
 
     root = tmp_path_factory.mktemp("mixed-run")
     overrides = {
         **FAST,
         "gan": {**FAST["gan"], "condition_on": "channel"},
+        "split": ROLLING_SMOKE,
         "data": {"cache_dir": str(root / "cache")},
     }
     uri = f"sqlite:///{root / 'mlflow.db'}"
@@ -127,6 +130,14 @@ def model_space(demo_frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
+ROLLING_SMOKE = {
+    "mode": "rolling",
+    "train_window": "14d",
+    "validation_window": "3d",
+    "delay": "3d",
+    "test_window": "5d",
+}
+"""Out-of-time windows that fit the 30-day mixed table (one fold in smoke)."""
 
 
 @pytest.fixture(scope="session")

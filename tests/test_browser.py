@@ -152,6 +152,7 @@ def test_another_tables_report_in_chromium(browser, mixed_run):
     assert problems == []
     summary = page.locator("#schema-summary").inner_text()
     assert "is_fraud" in summary and "tx_datetime" in summary
+    assert page.locator("#folds tbody tr").count() == len(metrics["folds"])
     page.locator("#schema-summary summary").click()
     assert (
         page.locator("#schema-table tr").count()

@@ -96,3 +96,18 @@ def test_a_full_disk_is_one_line_exit_2(tmp_path, sample_path, monkeypatch, caps
     assert last == f"fraudaug: error: {tmp_path / 'x.parquet'}: No space left on device"
     assert "Traceback" not in err
     assert not (tmp_path / "r").exists()
+
+
+def test_rolling_windows_longer_than_the_table_are_refused_before_the_flow(
+    tmp_path, sample_path
+):
+    proc = _run_cli(
+        "run", "--data", str(sample_path), "--profile", "smoke",
+        "--split-mode", "rolling", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "need 35.0 days of data" in lines[0]  # 21d + 7d + 1 x 7d
+    assert "the table spans 2.0 days" in lines[0]
+    assert not (tmp_path / "reports").exists()  # no run folder: nothing started

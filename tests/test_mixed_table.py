@@ -54,6 +54,12 @@ def test_the_run_reads_the_tables_own_columns(mixed_run, mixed_frame, mixed_sche
     assert set(per_column) == set(importance)
     assert "tvd" in per_column["channel"] and "ks" in per_column["amount"]
     assert metrics["fidelity"]["cwgan_gp"]["tvd_mean"] is not None
+    # Out of time: one rolling fold, its windows recorded; fidelity is judged
+    # against the training period's held-out frauds (no drift blamed on the GAN).
+    (fold,) = metrics["folds"]
+    assert fold["validation"][1] < fold["test"][0]  # the delay lies between
+    assert metrics["fidelity"]["reference"] == "validation"
+    predictions_times = pd.to_datetime(mixed_frame["tx_datetime"])
     # The cost view uses the schema's amount column.
     assert all(r.get("net_savings") is not None for r in metrics["results"])
     # Predictions carry the ids beside the row, and recompute the metrics.
@@ -64,6 +70,8 @@ def test_the_run_reads_the_tables_own_columns(mixed_run, mixed_frame, mixed_sche
     for name in ids:
         expected = mixed_frame[name].astype(str).to_numpy()[rows]
         assert (predictions[name].astype(str).to_numpy() == expected).all()
+    test_rows = predictions.loc[predictions["subset"] == "test", "row"].unique()
+    assert predictions_times.iloc[test_rows].min() >= pd.Timestamp(fold["test"][0])
     from sklearn.metrics import average_precision_score
 
     labels = (mixed_frame["is_fraud"] == "fraud").to_numpy().astype(int)

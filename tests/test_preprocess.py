@@ -239,3 +239,93 @@ def test_a_timestamp_column_orders_a_temporal_split(mixed_frame, mixed_schema):
     untimed = mixed_schema.model_copy(update={"time": None})
     with pytest.raises(ConfigError, match="needs a time column"):
         split_rows(frame, SplitConfig(mode="temporal"), [0], untimed)
+
+
+def test_rolling_folds_are_out_of_time_with_a_delay(mixed_frame, mixed_schema):
+    from pipeline.config import SplitConfig
+    from pipeline.ingest import validate_frame
+    from pipeline.preprocess import describe_folds, rolling_folds
+
+    frame = validate_frame(mixed_frame, "t.csv", schema=mixed_schema)
+    config = SplitConfig(
+        mode="rolling",
+        n_splits=2,
+        train_window="10d",
+        validation_window="2d",
+        delay="3d",
+        test_window="5d",
+    )
+    time = frame["tx_datetime"]
+    folds = rolling_folds(time, config)
+    splits = split_rows(frame, config, [0, 0], mixed_schema)
+    newest = time.max()
+    day = pd.Timedelta(days=1)
+    for fold in folds:
+        k = fold["fold"]
+        rows = {s: subset_rows(splits, k, s) for s in ("train", "validation", "test")}
+        t = {s: time.iloc[r] for s, r in rows.items()}
+        # Fold 0's test window ends at the newest row; each fold shifts back 5 days.
+        assert fold["test"][1] - pd.Timedelta(nanoseconds=1) == newest - k * 5 * day
+        assert t["test"].max() <= newest - k * 5 * day
+        assert t["test"].min() >= fold["test"][0]
+        # The delay: 3 days between the newest validation row and the test window.
+        assert fold["test"][0] - fold["validation"][1] == 3 * day
+        assert t["validation"].max() < fold["validation"][1] <= t["test"].min()
+        assert t["train"].max() < t["validation"].min()  # validation is the newest
+        assert fold["validation"][1] - fold["train"][0] == 10 * day
+        assert not set(rows["train"]) & set(rows["test"])
+    assert folds[1]["test"][1] == folds[0]["test"][0]
+    described = describe_folds(folds)
+    assert described[0]["test"][1].startswith(str(newest.date()))
+
+
+def test_rolling_folds_on_a_numeric_time_column(demo_frame):
+    from pipeline.config import SplitConfig
+    from pipeline.preprocess import rolling_folds
+
+    config = SplitConfig(
+        mode="rolling",
+        n_splits=3,
+        train_window="24h",
+        validation_window="4h",
+        delay="2h",
+        test_window="6h",
+    )
+    folds = rolling_folds(demo_frame["Time"], config)
+    assert folds[0]["test"][1] > demo_frame["Time"].max()
+    assert folds[0]["test"][0] == pytest.approx(demo_frame["Time"].max() - 6 * 3600)
+    splits = split_rows(demo_frame, config, [0] * 3)
+    assert set(splits["split"]) == {0, 1, 2}
+
+
+def test_a_table_shorter_than_the_windows_is_refused(demo_frame, mixed_frame):
+    from pipeline.config import SplitConfig
+    from pipeline.errors import DataValidationError
+
+    config = SplitConfig(mode="rolling", n_splits=4)  # 21 + 7 + 4 x 7 days
+    with pytest.raises(DataValidationError, match=r"need 56\.0 days .*spans 2\.0 days"):
+        split_rows(demo_frame, config, [0] * 4)
+    scarce = demo_frame.assign(Class=0)
+    scarce.loc[scarce.index[0], "Class"] = 1  # the one fraud is the oldest row
+    hours = SplitConfig(
+        mode="rolling", train_window="12h", validation_window="2h", delay="1h",
+        test_window="6h",
+    )  # fmt: skip
+    with pytest.raises(DataValidationError, match="fold 0's train window .* no fraud"):
+        split_rows(scarce, hours, [0])
+
+
+@pytest.mark.parametrize(
+    ("values", "pattern"),
+    [
+        ({"train_window": "3 weeks"}, "not a duration"),
+        ({"validation_window": "21d"}, "validation_window must be shorter"),
+        ({"test_window": "0d"}, "longer than 0"),
+    ],
+)
+def test_rolling_windows_are_checked(values, pattern):
+    from pipeline.config import load_config
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=pattern):
+        load_config("smoke", overrides={"split": {"mode": "rolling", **values}})
