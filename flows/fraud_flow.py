@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run as prefect_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from pipeline import runs, stages, tracking
+from pipeline import partitions, runs, stages, tracking
 from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, load_config, run_seeds
 from pipeline.memory import limit_malloc_arenas
@@ -283,7 +283,7 @@ def fraud_augmentation(
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     config = load_config(profile, seed=seed, overrides=overrides)
     table = load_schema(schema_path)
-    table.check_gan_columns(config.gan.condition_on, config.gan.mode_columns)
+    table.check_config(config)
     runs.check_output_paths(
         os.environ.get(runs.OUTPUT_ROOT_ENV),
         reports_dir=reports_dir,
@@ -303,6 +303,10 @@ def fraud_augmentation(
         data["sha256"][:12],
         " (DEMO DATA)" if data["demo"] else "",
     )
+    changes = partitions.changes_since_previous_run(reports_dir, data)
+    if changes is not None:
+        data["changes"] = changes
+        logger.info("source %s: %s", data["path"], changes["line"])
     run = start_run(reports_dir, data["sha256"], config, table)
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
     if run["resumed"]:

@@ -298,6 +298,18 @@ class EvaluationConfig(_Section):
     n_bootstrap: int = Field(
         200, ge=0, description="Bootstrap resamples of the test rows per split."
     )
+    alerts_per_day: int = Field(
+        100,
+        ge=1,
+        description="Alerts investigators can check in a day of the whole table's "
+        "traffic: precision top-k per day (and card precision top-k with a schema "
+        "entity) at this k. Needs a time column.",
+    )
+    primary_metric: Literal["auprc", "precision_top_k"] = Field(
+        "auprc",
+        description="The metric that drives the verdicts, the amount choice and the "
+        "champion rule. precision_top_k needs a time column.",
+    )
 
     @model_validator(mode="after")
     def _check_methods(self) -> EvaluationConfig:

@@ -294,6 +294,46 @@ def paired_bootstrap(
     }
 
 
+def paired_top_k(
+    y: np.ndarray,
+    challenger: np.ndarray,
+    champion: np.ndarray,
+    days: np.ndarray,
+    budget: dict[int, int],
+    *,
+    n_resamples: int,
+    random_state: int,
+) -> dict[str, Any]:
+    """Precision top-k per day of both on the same rows, and a paired bootstrap
+    95 % interval of the mean daily difference (challenger - champion), days
+    drawn with replacement."""
+    import numpy as np
+
+    from pipeline.evaluate import precision_top_k
+
+    a, b = (
+        np.asarray(precision_top_k(y, s, days, budget=budget)["precision_top_k_daily"])
+        for s in (challenger, champion)
+    )
+    diffs = a - b
+    rng = np.random.default_rng(random_state)
+    draws = rng.integers(0, len(diffs), (n_resamples, len(diffs)))
+    means = diffs[draws].mean(axis=1)
+    ci = (
+        [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
+        if n_resamples
+        else None
+    )
+    return {
+        "metric": "precision_top_k",
+        "challenger": float(a.mean()),
+        "champion": float(b.mean()),
+        "diff": float(diffs.mean()),
+        "ci95": ci,
+        "n_days": int(len(diffs)),
+    }
+
+
 def decide(
     champion: dict[str, Any] | None,
     *,
@@ -306,12 +346,16 @@ def decide(
     margin: float,
     n_resamples: int,
     random_state: int,
+    metric: str = "auprc",
+    alerts_per_day: int = 100,
 ) -> dict[str, Any]:
     """Should the challenger replace ``champion`` (a :func:`fetch_version` result,
     or ``None``)? ``frame`` is the run's input (validated by ``schema``),
     ``test_rows`` the challenger's held-out rows and ``test_scores`` its scores on
     them. A champion that reads another schema cannot score these rows: the
-    challenger replaces it."""
+    challenger replaces it. ``metric`` (``evaluation.primary_metric``) is the one
+    compared: AUPRC with a stratified paired bootstrap of the rows, precision
+    top-k (``alerts_per_day``) with a paired bootstrap of the days."""
     import numpy as np
 
     from pipeline.artifacts import load_json
@@ -365,14 +409,39 @@ def decide(
         y, champion_scores, threshold=champion["threshold"]
     )
     decision["comparison"] = comparison
-    ci = comparison["ci95"]
-    wins = comparison["diff"] >= margin and ci is not None and ci[0] > 0
+    primary = {
+        "metric": "auprc",
+        "challenger": comparison["challenger_auprc"],
+        "champion": comparison["champion_auprc"],
+        "diff": comparison["diff"],
+        "ci95": comparison["ci95"],
+    }
+    where = f"{comparison['n_rows']:,} shared held-out rows"
+    if metric == "precision_top_k":
+        from pipeline.evaluate import daily_alert_budget, day_numbers
+
+        all_days = day_numbers(frame[schema.time])
+        days = all_days[rows]
+        primary = paired_top_k(
+            y,
+            scores,
+            champion_scores,
+            days,
+            daily_alert_budget(days, all_days, alerts_per_day),
+            n_resamples=n_resamples,
+            random_state=random_state,
+        )
+        comparison["primary"] = primary
+        where += f" over {primary['n_days']} days, {alerts_per_day} alerts a day"
+    ci = primary["ci95"]
+    wins = primary["diff"] >= margin and ci is not None and ci[0] > 0
     decision["promoted"] = bool(wins)
+    label = "AUPRC" if metric == "auprc" else "precision top-k"
     verdict = (
-        f"challenger {method} {comparison['challenger_auprc']:.4f} vs champion "
+        f"challenger {method} {primary['challenger']:.4f} vs champion "
         f"{champion['method']} (version {champion['version']}) "
-        f"{comparison['champion_auprc']:.4f} AUPRC on {comparison['n_rows']:,} shared "
-        f"held-out rows ({comparison['n_frauds']} frauds): {comparison['diff']:+.4f}"
+        f"{primary['champion']:.4f} {label} on {where} "
+        f"({comparison['n_frauds']} frauds): {primary['diff']:+.4f}"
     )
     if ci is not None:
         verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
@@ -431,6 +500,8 @@ def record_challenger(
     margin: float,
     n_resamples: int,
     random_state: int,
+    metric: str = "auprc",
+    alerts_per_day: int = 100,
 ) -> dict[str, Any]:
     """Log the challenger into its MLflow run (``tracking``, from
     :func:`pipeline.tracking.start_tracking`), decide against the champion on
@@ -484,6 +555,8 @@ def record_challenger(
                 margin=margin,
                 n_resamples=n_resamples,
                 random_state=random_state,
+                metric=metric,
+                alerts_per_day=alerts_per_day,
             )
             # Another machine's run may have moved the champion meanwhile.
             now = _version(client, MODEL_NAME, alias=CHAMPION)

@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from pipeline import charts
-from pipeline.evaluate import METRICS, format_p
+from pipeline.evaluate import METRIC_LABELS, METRICS, format_p
 
 # Report colours for the fidelity sources that are not methods.
 REAL_COLOUR = "#333333"
@@ -121,6 +121,7 @@ def _summary_charts(metrics: dict) -> list[Markup]:
         for key in METRICS:
             per_split.setdefault((r["method"], key), []).append(r.get(key))
     out = []
+    label = METRIC_LABELS[metrics.get("primary_metric", "auprc")]
     diffs = [
         c
         for c in metrics.get("comparison", {}).get("comparisons", [])
@@ -144,8 +145,8 @@ def _summary_charts(metrics: dict) -> list[Markup]:
                     }
                     for c in diffs
                 ],
-                title="Paired Δ AUPRC vs none (mean, 95 % CI, splits)",
-                x_label="AUPRC difference to no resampling (right of 0 = better)",
+                title=f"Paired Δ {label} vs none (mean, 95 % CI, splits)",
+                x_label=f"{label} difference to no resampling (right of 0 = better)",
                 reference=0.0,
                 width=560,
             )
@@ -153,6 +154,12 @@ def _summary_charts(metrics: dict) -> list[Markup]:
     for key, title, label, digits in (
         ("auprc", "Test AUPRC (mean, 95 % CI, splits)", "AUPRC", 3),
         ("recall_at_precision_90", "Recall at precision 0.90", "recall", 3),
+        (
+            "precision_top_k",
+            "Precision top-k per day (mean, 95 % CI, splits)",
+            "precision of the day's top-k alerts",
+            3,
+        ),
         (
             "net_savings",
             "Net savings at the validation-chosen threshold",
@@ -182,6 +189,33 @@ def _summary_charts(metrics: dict) -> list[Markup]:
             )
         )
     return out
+
+
+_DRIFT_COLOURS = {"significant": "#c0392b", "moderate": "#e67e22", "stable": "#7f8c8d"}
+
+
+def _drift_chart(metrics: dict, n_features: int = 15) -> Markup | None:
+    """The features' PSI, largest first, the threshold as a line."""
+    drift = metrics.get("drift")
+    if not drift or not drift.get("features"):
+        return None
+    shown = drift["features"][:n_features]
+    return charts.interval_chart(
+        [
+            {
+                "name": f["feature"],
+                "mean": f["psi"],
+                "ci": None,
+                "points": [],
+                "colour": _DRIFT_COLOURS[f["level"]],
+            }
+            for f in shown
+        ],
+        title=f"Population stability index, the {len(shown)} largest",
+        x_label=f"PSI (line: {drift['threshold']}, a significant shift)",
+        reference=drift["threshold"],
+        width=560,
+    )
 
 
 def rows_added(metrics: dict) -> dict[str, float | None]:
@@ -540,6 +574,8 @@ def render_report(
             ),
             colours=charts.colours(metrics["methods"]),
             environment=metrics.get("environment", {}),
+            primary_label=METRIC_LABELS[metrics.get("primary_metric", "auprc")],
+            drift_chart=_drift_chart(metrics),
         )
     )
 

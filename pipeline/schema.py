@@ -123,6 +123,9 @@ class TableSchema(_Model):
         The column that orders the rows in time: numeric (e.g. seconds) or datetime.
     amount : str, optional
         The transaction amount (numeric, >= 0): the cost view and net savings use it.
+    entity : str, optional
+        The card or customer of each transaction (an id, categorical or integer
+        column): card precision top-k counts alerts per entity.
     columns : tuple of ColumnSpec
         Every column of the file, in order.
     """
@@ -132,6 +135,7 @@ class TableSchema(_Model):
     label: LabelSpec
     time: str | None = None
     amount: str | None = None
+    entity: str | None = None
     columns: tuple[ColumnSpec, ...]
 
     @model_validator(mode="after")
@@ -161,6 +165,15 @@ class TableSchema(_Model):
         ):
             raise ValueError(
                 f"amount {self.amount!r} must name a numeric or integer column"
+            )
+        if self.entity is not None and kinds.get(self.entity) not in (
+            "id",
+            "categorical",
+            "integer",
+        ):
+            raise ValueError(
+                f"entity {self.entity!r} must name an id, categorical or integer "
+                "column (the card or customer)"
             )
         if not self.feature_columns:
             raise ValueError("no feature column (numeric, categorical, ...)")
@@ -246,6 +259,30 @@ class TableSchema(_Model):
                 f"{self.name} schema"
             )
 
+    def check_config(self, config: Any) -> None:
+        """The parts of a :class:`~pipeline.config.PipelineConfig` that name this
+        table's columns or need one of its roles: the GAN's columns
+        (:meth:`check_gan_columns`), and a time column for rolling or temporal
+        splits and for precision top-k as the primary metric.
+
+        Raises
+        ------
+        ConfigError
+        """
+        self.check_gan_columns(config.gan.condition_on, config.gan.mode_columns)
+        if self.time is not None:
+            return
+        for name, value, needs in (
+            ("split.mode", config.split.mode, ("temporal", "rolling")),
+            ("evaluation.primary_metric", config.evaluation.primary_metric,
+             ("precision_top_k",)),
+        ):  # fmt: skip
+            if value in needs:
+                raise ConfigError(
+                    f"{name} {value} needs a time column; the {self.name} schema "
+                    'names none (set "time" in the schema file)'
+                )
+
     def describe_columns(self) -> str:
         """The column names with numbered runs shortened: ``Time, V1..V28, Amount``."""
         return describe_names(self.names)
@@ -258,6 +295,8 @@ class TableSchema(_Model):
             "label": self.label.model_dump(exclude_none=True),
             "time": self.time,
             "amount": self.amount,
+            # Only when named: a schema without one keeps its fingerprint.
+            **({"entity": self.entity} if self.entity is not None else {}),
             "columns": [c.to_dict() for c in self.columns],
         }
 
@@ -422,6 +461,7 @@ def detect_schema(
     positive: Any = None,
     time: str | None = None,
     amount: str | None = None,
+    entity: str | None = None,
     ids: tuple[str, ...] | list[str] = (),
     ignore: tuple[str, ...] | list[str] = (),
     name: str = "table",
@@ -448,8 +488,9 @@ def detect_schema(
     ``label`` is the label (its ``positive`` value: given, else 1 / true when the
     values are 0/1 or booleans, else the rarer of the two values); ``time`` the
     time column (datetime or numeric; when numeric it is a feature as it is);
-    ``amount`` the amount column (numeric, ``skewed``); ``ids`` identifiers and
-    ``ignore`` columns to drop.
+    ``amount`` the amount column (numeric, ``skewed``); ``entity`` the card or
+    customer column (an ``id`` unless detected as categorical or integer); ``ids``
+    identifiers and ``ignore`` columns to drop.
 
     Raises
     ------
@@ -465,6 +506,7 @@ def detect_schema(
         ("--label", [label]),
         ("--time", [time] if time else []),
         ("--amount", [amount] if amount else []),
+        ("--entity", [entity] if entity else []),
         ("--id", list(ids)),
         ("--ignore", list(ignore)),
     ):
@@ -510,6 +552,11 @@ def detect_schema(
             spec, why_column = ColumnSpec(name=column, kind="label"), why
         elif column in ids:
             spec, why_column = ColumnSpec(name=column, kind="id"), "--id"
+        elif column == entity:
+            spec, why_column = _detect_column(column, series, max_categories)
+            if spec.kind not in ("id", "categorical", "integer"):
+                spec = ColumnSpec(name=column, kind="id")
+            why_column = f"--entity; {why_column}"
         elif column in ignore:
             spec, why_column = ColumnSpec(name=column, kind="ignore"), "--ignore"
         else:
@@ -538,6 +585,7 @@ def detect_schema(
             "label": {"column": label, "positive": positive_value},
             "time": time,
             "amount": amount,
+            "entity": entity,
             "columns": [s.to_dict() for s in specs],
         }
     )
@@ -624,13 +672,9 @@ def format_detection(reasons: list[dict[str, str]], schema: TableSchema) -> str:
     width = max(len("column"), *(len(r["column"]) for r in reasons))
     lines = [f"{'column':<{width}}  {'kind':<11}  why", "-" * (width + 30)]
     for r in reasons:
-        role = (
-            " [time]"
-            if r["column"] == schema.time
-            else " [amount]"
-            if r["column"] == schema.amount
-            else ""
-        )
+        roles = {schema.time: " [time]", schema.amount: " [amount]"}
+        roles[schema.entity] = " [entity]"
+        role = roles.get(r["column"], "")
         lines.append(f"{r['column']:<{width}}  {r['kind']:<11}  {r['why']}{role}")
     return "\n".join(lines)
 

@@ -37,7 +37,13 @@ from pipeline.artifacts import (
 from pipeline.cache import cache_get, cache_key, cache_put, code_version
 from pipeline.config import SMOTE_FAMILY, PipelineConfig
 from pipeline.errors import ArtifactError
-from pipeline.evaluate import compare_methods, compute_metrics, curve_points, summarise
+from pipeline.evaluate import (
+    compare_methods,
+    compute_metrics,
+    curve_points,
+    summarise,
+    summarise_top_k,
+)
 from pipeline.ingest import is_demo_data, read_transactions
 from pipeline.preprocess import (
     TabularTransformer,
@@ -73,46 +79,116 @@ def _ingest_name(sha256: str, schema: TableSchema) -> str:
 def stage_ingest(
     data_path: str | Path, cache_dir: str | Path, schema: TableSchema = KAGGLE
 ) -> dict[str, Any]:
-    """Validate the input by ``schema`` and cache it as Parquet, keyed by the file's
-    sha256 and the schema.
+    """Validate the input by ``schema`` and cache it as Parquet, keyed by the
+    input's sha256 and the schema.
 
-    A file whose bytes, schema and the ingest code were seen before is not parsed
+    The input is one file, or a folder (or glob) of partition files
+    (:mod:`pipeline.partitions`): each partition is validated and cached on its
+    own and the result lists them (``partitions``: path, sha256, rows, frauds).
+    Input whose bytes, schema and the ingest code were seen before is not parsed
     or validated again: its cached Parquet (hash-checked) and summary are reused.
     Nothing is written when validation fails.
     """
-    path = Path(data_path)
-    cache_dir = Path(cache_dir)
-    if path.is_file():
-        sha256 = file_sha256(path)
-        name = _ingest_name(sha256, schema)
-        meta_path, parquet = cache_dir / f"{name}.json", cache_dir / f"{name}.parquet"
-        if meta_path.is_file() and parquet.is_file():
-            try:
-                meta = load_json(meta_path)
-            except ArtifactError:
-                meta = {}
-            if meta.get("code") == code_version("pipeline.ingest") and meta.get(
-                "parquet_sha256"
-            ) == file_sha256(parquet):
-                summary = {
-                    **meta["summary"],
-                    "path": str(path),
-                    "demo": is_demo_data(path, sha256),
-                }
-                return {**summary, "frame_path": str(parquet), "cached": True}
-    frame, summary = read_transactions(data_path, schema)
-    name = _ingest_name(summary.sha256, schema)
+    from pipeline.partitions import is_partitioned
+
+    if is_partitioned(data_path):
+        return _ingest_partitions(data_path, Path(cache_dir), schema)
+    return _ingest_file(Path(data_path), Path(cache_dir), schema)
+
+
+def _cached_ingest(cache_dir: Path, name: str) -> dict[str, Any] | None:
+    """A cached input's summary and Parquet, when complete and unchanged."""
+    meta_path, parquet = cache_dir / f"{name}.json", cache_dir / f"{name}.parquet"
+    if not (meta_path.is_file() and parquet.is_file()):
+        return None
+    try:
+        meta = load_json(meta_path)
+    except ArtifactError:
+        return None
+    if meta.get("code") != code_version(
+        "pipeline.ingest", "pipeline.partitions"
+    ) or meta.get("parquet_sha256") != file_sha256(parquet):
+        return None
+    return {**meta["summary"], "frame_path": str(parquet), "cached": True}
+
+
+def _cache_ingest(cache_dir: Path, name: str, summary: dict[str, Any]) -> None:
     parquet = cache_dir / f"{name}.parquet"
-    save_parquet(parquet, frame)
     save_json(
         cache_dir / f"{name}.json",
         {
-            "summary": summary.to_dict(),
-            "code": code_version("pipeline.ingest"),
+            "summary": summary,
+            "code": code_version("pipeline.ingest", "pipeline.partitions"),
             "parquet_sha256": file_sha256(parquet),
         },
     )
-    return {**summary.to_dict(), "frame_path": str(parquet), "cached": False}
+
+
+def _ingest_file(
+    path: Path, cache_dir: Path, schema: TableSchema, sha256: str | None = None
+) -> dict[str, Any]:
+    sha256 = sha256 or (file_sha256(path) if path.is_file() else None)
+    if sha256 is not None:
+        cached = _cached_ingest(cache_dir, _ingest_name(sha256, schema))
+        if cached is not None:
+            return {**cached, "path": str(path), "demo": is_demo_data(path, sha256)}
+    frame, summary = read_transactions(path, schema)
+    name = _ingest_name(summary.sha256, schema)
+    save_parquet(cache_dir / f"{name}.parquet", frame)
+    _cache_ingest(cache_dir, name, summary.to_dict())
+    return {
+        **summary.to_dict(),
+        "frame_path": str(cache_dir / f"{name}.parquet"),
+        "cached": False,
+    }
+
+
+def _ingest_partitions(
+    source: str | Path, cache_dir: Path, schema: TableSchema
+) -> dict[str, Any]:
+    from pipeline.partitions import combine_partitions, list_partitions, source_sha256
+
+    root, files = list_partitions(source)
+    partitions = [
+        {"path": f.relative_to(root).as_posix(), "sha256": file_sha256(f)}
+        for f in files
+    ]
+    name = _ingest_name(source_sha256(partitions), schema)
+    cached = _cached_ingest(cache_dir, name)
+    if cached is not None:
+        return {**cached, "path": str(source)}
+    parquets, read = [], 0
+    for file, partition in zip(files, partitions, strict=True):
+        part = _ingest_file(file, cache_dir, schema, sha256=partition["sha256"])
+        partition.update(rows=part["rows"], frauds=part["frauds"], demo=part["demo"])
+        parquets.append(Path(part["frame_path"]))
+        read += not part["cached"]
+    parquet = cache_dir / f"{name}.parquet"
+    combine_partitions(parquets, [str(f) for f in files], parquet)
+    frame = load_parquet(parquet)
+    summary = {
+        "path": str(source),
+        "sha256": source_sha256(partitions),
+        "rows": len(frame),
+        "frauds": int(sum(p["frauds"] for p in partitions)),
+        "duplicate_rows": int(
+            pd.util.hash_pandas_object(frame, index=False).duplicated().sum()
+        ),
+        "demo": all([p.pop("demo") for p in partitions]),  # every one popped
+        "partitions": partitions,
+    }
+    del frame
+    _cache_ingest(cache_dir, name, summary)
+    logger.info(
+        "read %s: %d partitions (%d parsed, %d cached), %d rows, %d frauds",
+        source,
+        len(partitions),
+        read,
+        len(partitions) - read,
+        summary["rows"],
+        summary["frauds"],
+    )
+    return {**summary, "frame_path": str(parquet), "cached": False}
 
 
 # ----------------------------------------------------------------------- preprocess
@@ -177,19 +253,24 @@ def load_split_data(
     transformer_path: str | Path,
     split: int,
 ) -> dict[str, Any]:
-    """``{subset: {"X", "y", "rows", "amount"}}`` of one split, features in model
-    space (``amount``: ``None`` when the schema names no amount column), and
-    ``"transformer"``: the split's fitted transformer (its ``schema`` is the
-    table's)."""
+    """``{subset: {"X", "y", "rows", "amount", "days", "entity"}}`` of one split,
+    features in model space (``amount``: ``None`` when the schema names no amount
+    column; ``days``: the rows' calendar days, ``None`` without a time column;
+    ``entity``: the card or customer, ``None`` when the schema names none);
+    ``"all_days"``: the day of every row of the table (precision top-k's alert
+    budget); and ``"transformer"``: the split's fitted transformer (its ``schema``
+    is the table's)."""
+    from pipeline.evaluate import day_numbers
+
     transformer = TabularTransformer.from_dict(load_json(transformer_path))
     schema = transformer.schema
     # The columns these stages read (not the ids or other text beside them).
     wanted = {f["source"] for f in transformer.features_} | {schema.label.column}
-    if schema.amount is not None:
-        wanted.add(schema.amount)
+    wanted |= {c for c in (schema.amount, schema.time, schema.entity) if c}
     frame = load_parquet(frame_path, columns=[c for c in schema.names if c in wanted])
     splits = load_parquet(splits_path)
-    data: dict[str, Any] = {"transformer": transformer}
+    all_days = None if schema.time is None else day_numbers(frame[schema.time])
+    data: dict[str, Any] = {"transformer": transformer, "all_days": all_days}
     for subset in ("train", "validation", "test"):
         rows = subset_rows(splits, split, subset)
         part = frame.iloc[rows]
@@ -200,8 +281,27 @@ def load_split_data(
             "amount": None
             if schema.amount is None
             else part[schema.amount].to_numpy(dtype=np.float64),
+            "days": None if all_days is None else all_days[rows],
+            "entity": None if schema.entity is None else part[schema.entity].to_numpy(),
         }
     return data
+
+
+def top_k_metrics(
+    data: dict[str, Any], subset: str, scores: np.ndarray, alerts_per_day: int
+) -> dict[str, Any] | None:
+    """Precision top-k per day (and card precision top-k with an entity) of
+    ``scores`` on a split's ``subset`` (:func:`load_split_data`); ``None`` without a
+    time column."""
+    from pipeline.evaluate import daily_alert_budget, precision_top_k
+
+    part = data[subset]
+    if part["days"] is None:
+        return None
+    budget = daily_alert_budget(part["days"], data["all_days"], alerts_per_day)
+    return precision_top_k(
+        part["y"], scores, part["days"], budget=budget, entity=part["entity"]
+    )
 
 
 # ---------------------------------------------------------------------------- GAN
@@ -586,6 +686,10 @@ def _fit_one_detector(
         n_resamples=config.evaluation.n_bootstrap,
         random_state=detector_seed,
     )
+    k = config.evaluation.alerts_per_day
+    top_k = {s: top_k_metrics(data, s, scores[s], k) for s in ("validation", "test")}
+    if top_k["test"] is not None:
+        metrics.update(top_k["test"])
     xgb = pipeline.named_steps["xgb"]
     if model_path is not None:
         with atomic_path(model_path, suffix=".ubj") as tmp:
@@ -602,6 +706,9 @@ def _fit_one_detector(
         "validation_auprc": float(
             average_precision_score(data["validation"]["y"], scores["validation"])
         ),
+        "validation_precision_top_k": None
+        if top_k["validation"] is None
+        else top_k["validation"]["precision_top_k"],
         **metrics,
         "scale_pos_weight": weight,
         "n_train": int(len(y_train)),
@@ -646,6 +753,34 @@ def _merge_predictions(
     return predictions
 
 
+def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
+    """Population stability index of every feature between split 0's training
+    rows and its test rows (out of time: the newest fold's training window and
+    test window); see :mod:`pipeline.drift`."""
+    from pipeline.drift import feature_drift
+
+    data = load_split_data(
+        frame_path,
+        run_dir / SPLITS_FILE,
+        split_dir(run_dir, 0) / "transformer.json",
+        0,
+    )
+    transformer = data["transformer"]
+    drift = feature_drift(
+        data["train"]["X"],
+        data["test"]["X"],
+        transformer.feature_names,
+        transformer.categorical_features,
+    )
+    if drift["flagged"]:
+        logger.warning(
+            "drift: %s moved beyond PSI %.2f between the training and the test rows",
+            ", ".join(drift["flagged"]),
+            drift["threshold"],
+        )
+    return {"split": 0, **drift}
+
+
 def stage_registry(
     *,
     run_id: str,
@@ -657,11 +792,13 @@ def stage_registry(
     config: PipelineConfig,
     schema: TableSchema,
 ) -> dict[str, Any]:
-    """Offer the run's best detector (highest mean test AUPRC; its split-0 model) to
-    the registry as challenger; see :mod:`pipeline.registry`."""
+    """Offer the run's best detector (highest mean test primary metric,
+    ``evaluation.primary_metric``; its split-0 model) to the registry as
+    challenger; see :mod:`pipeline.registry`."""
     from pipeline.registry import record_challenger
 
-    best = max(metrics["summary"], key=lambda s: s["auprc_mean"])["method"]
+    primary = config.evaluation.primary_metric
+    best = max(metrics["summary"], key=lambda s: s[f"{primary}_mean"])["method"]
     record = next(
         r for r in metrics["results"] if r["method"] == best and r["split"] == 0
     )
@@ -674,7 +811,15 @@ def stage_registry(
         & (predictions["split"] == 0)
         & (predictions["subset"] == "test")
     ]
-    keep = ("auprc", "roc_auc", "recall_at_precision_90", "f1", "net_savings")
+    keep = (
+        "auprc",
+        "roc_auc",
+        "recall_at_precision_90",
+        "f1",
+        "net_savings",
+        "precision_top_k",
+        "card_precision_top_k",
+    )
     return record_challenger(
         tracking,
         run_id=run_id,
@@ -692,6 +837,8 @@ def stage_registry(
         margin=config.registry.margin,
         n_resamples=max(config.evaluation.n_bootstrap, 50),
         random_state=config.seed,
+        metric=primary,
+        alerts_per_day=config.evaluation.alerts_per_day,
     )
 
 
@@ -731,7 +878,9 @@ def stage_report(
 
     run_dir = Path(run_dir)
     reports_dir = Path(reports_dir)
-    results, amount_choice = choose_amounts(results, config.evaluation.amount_choice)
+    results, amount_choice = choose_amounts(
+        results, config.evaluation.amount_choice, config.evaluation.primary_metric
+    )
     for record in results:
         model = record.pop("model_path", None)
         if model is not None:
@@ -768,10 +917,15 @@ def stage_report(
         "methods": list(config.evaluation.methods),
         "n_splits": config.split.n_splits,
         "folds": folds,
-        "primary_metric": "auprc",
+        "primary_metric": config.evaluation.primary_metric,
         "results": results,
         "summary": summarise(results),
-        "comparison": compare_methods(results, SMOTE_FAMILY),
+        "comparison": compare_methods(
+            results, SMOTE_FAMILY, config.evaluation.primary_metric
+        ),
+        "precision_top_k": summarise_top_k(
+            results, config.evaluation.alerts_per_day, schema
+        ),
         "amount_choice": amount_choice,
         "gan": {
             "splits": sorted(gans, key=lambda g: g["split"]),
@@ -779,6 +933,7 @@ def stage_report(
             "device": gans[0]["device"] if gans else None,
         },
         "fidelity": summarise_fidelity(sorted(fidelity, key=lambda f: f["split"])),
+        "drift": stage_drift(data["frame_path"], run_dir),
         "cached_stages": list(cached_stages or []),
         "config": config.model_dump(mode="json"),
         "environment": {

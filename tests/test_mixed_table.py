@@ -24,6 +24,75 @@ def _run_dir(mixed_run) -> Path:
     return Path(mixed_run["run_dir"])
 
 
+def test_the_run_read_a_folder_of_daily_partitions(mixed_run, mixed_partitions):
+    run_dir = _run_dir(mixed_run)
+    metrics = load_json(run_dir / "metrics.json")
+    data = metrics["data"]
+    assert data["path"] == str(mixed_partitions)
+    assert len(data["partitions"]) == 30  # the _SUCCESS marker is not one
+    assert data["partitions"][0]["path"].startswith("date=")
+    assert sum(p["rows"] for p in data["partitions"]) == data["rows"]
+    # The first run on this source: every partition is new.
+    assert data["changes"]["previous_run"] is None
+    assert len(data["changes"]["new"]) == 30
+    manifest = load_json(run_dir / "manifest.json")
+    assert manifest["data"]["partitions"] == data["partitions"]
+    html = (run_dir / "report.html").read_text()
+    assert 'id="partition-table"' in html and "30 partition(s)" in html
+
+
+def test_drift_between_the_training_window_and_the_newest_test_window(mixed_run):
+    run_dir = _run_dir(mixed_run)
+    metrics = load_json(run_dir / "metrics.json")
+    drift = metrics["drift"]
+    importance = metrics["results"][0]["feature_importance"]
+    assert {f["feature"] for f in drift["features"]} == set(importance)
+    values = [f["psi"] for f in drift["features"]]
+    assert values == sorted(values, reverse=True) and min(values) >= 0
+    assert drift["flagged"] == [
+        f["feature"] for f in drift["features"] if f["psi"] > drift["threshold"]
+    ]
+    kinds = {f["feature"]: f["kind"] for f in drift["features"]}
+    assert kinds["channel"] == "categorical" and kinds["amount"] == "numeric"
+    html = (run_dir / "report.html").read_text()
+    assert 'id="drift-table"' in html and "Population stability index" in html
+    assert ('id="drift-alert"' in html) == bool(drift["flagged"])
+
+
+def test_precision_top_k_is_the_runs_primary_metric(mixed_run, mixed_frame):
+    run_dir = _run_dir(mixed_run)
+    metrics = load_json(run_dir / "metrics.json")
+    assert metrics["primary_metric"] == "precision_top_k"
+    assert metrics["comparison"]["metric"] == "precision_top_k"
+    assert metrics["amount_choice"]["metric"] == "precision_top_k"
+    top_k = metrics["precision_top_k"]
+    assert (top_k["alerts_per_day"], top_k["entity"]) == (20, "customer_id")
+    assert {f["method"] for f in top_k["per_fold"]} == set(metrics["methods"])
+    # Recomputed by hand from predictions.parquet: each test day's 20 highest
+    # scores (a 5-day window cut at the newest row touches 5 or 6 calendar days,
+    # the cut days holding a share of their rows and so of the 20 alerts).
+    predictions = load_parquet(run_dir / "predictions.parquet")
+    days = pd.to_datetime(mixed_frame["tx_datetime"]).dt.normalize()
+    labels = (mixed_frame["is_fraud"] == "fraud").to_numpy()
+    per_day_all = days.value_counts()
+    none = predictions[
+        (predictions["method"] == "none") & (predictions["subset"] == "test")
+    ]
+    rows = none["row"].to_numpy()
+    daily = []
+    for day, group in none.assign(day=days.to_numpy()[rows]).groupby("day"):
+        k = max(1, round(20 * len(group) / per_day_all[day]))
+        top = group.sort_values("score", ascending=False, kind="stable").head(k)
+        daily.append(labels[top["row"].to_numpy()].mean())
+    record = next(f for f in top_k["per_fold"] if f["method"] == "none")
+    assert record["n_days"] == len(daily) in (5, 6)
+    assert record["precision_top_k"] == pytest.approx(np.mean(daily))
+    assert 0 <= record["card_precision_top_k"] <= 1
+    html = (run_dir / "report.html").read_text()
+    assert 'id="top-k"' in html and "Card precision top-k" in html
+    assert "primary metric" in html
+
+
 def _cli(*args, cwd=None):
     return subprocess.run(
         [sys.executable, "-m", "pipeline", *args],

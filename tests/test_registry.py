@@ -54,7 +54,7 @@ def store(tmp_path):
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
-def _offer(store, setting, name, run_id, margin=0.0):
+def _offer(store, setting, name, run_id, margin=0.0, **decision):
     """One pipeline run's registry step: its MLflow run, then the challenger."""
     frame, fit_rows, test_rows, root, paths, transformer = setting
     model = XGBClassifier()
@@ -83,6 +83,7 @@ def _offer(store, setting, name, run_id, margin=0.0):
             margin=margin,
             n_resamples=100,
             random_state=0,
+            **decision,
         )
     finally:
         finish_tracking(tracking)
@@ -135,6 +136,26 @@ def test_first_promoted_then_only_a_clear_win_replaces_it(setting, store, tmp_pa
     # Logged with MLflow's xgboost flavor in UBJSON, into the run's artifacts.
     mlmodel = (tmp_path / "c" / "detector" / "MLmodel").read_text()
     assert "model_format: ubj" in mlmodel and "xgboost:" in mlmodel
+
+
+def test_the_champion_rule_follows_precision_top_k_when_it_is_primary(setting, store):
+    _offer(store, setting, "weak", "run-1")
+    better = _offer(
+        store, setting, "good", "run-2", metric="precision_top_k", alerts_per_day=20
+    )
+    primary = better["comparison"]["primary"]
+    assert primary["metric"] == "precision_top_k" and primary["n_days"] >= 1
+    assert primary["diff"] == pytest.approx(primary["challenger"] - primary["champion"])
+    assert primary["diff"] > 0  # the good detector's top alerts hold more frauds
+    assert (
+        "precision top-k" in better["reason"] and "20 alerts a day" in better["reason"]
+    )
+    assert better["promoted"] == (primary["ci95"][0] > 0)
+    # AUPRC is still compared and recorded beside it.
+    assert (
+        better["comparison"]["challenger_auprc"]
+        > better["comparison"]["champion_auprc"]
+    )
 
 
 def test_margin_is_respected(setting, store, tmp_path):

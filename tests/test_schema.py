@@ -139,6 +139,32 @@ def test_gan_columns_are_checked_against_the_schema(mixed_schema):
         mixed_schema.check_gan_columns(None, ("channel",))
 
 
+def test_the_entity_column_and_what_a_config_needs(mixed_schema, mixed_csv):
+    assert mixed_schema.entity == "customer_id"
+    assert mixed_schema.column("customer_id").kind == "id"
+    assert mixed_schema.to_dict()["entity"] == "customer_id"
+    assert "entity" not in KAGGLE.to_dict()  # fingerprints of older schemas stay
+    data = mixed_schema.to_dict()
+    with pytest.raises(ConfigError, match="entity 'amount' must name an id"):
+        TableSchema.from_dict({**data, "entity": "amount"})
+    with pytest.raises(ConfigError, match="--entity 'card': no such column"):
+        detect_schema(read_raw(mixed_csv), label="is_fraud", entity="card")
+    from pipeline.config import load_config
+
+    no_time = TableSchema.from_dict({**data, "time": None})
+    top_k = load_config(
+        "smoke", overrides={"evaluation": {"primary_metric": "precision_top_k"}}
+    )
+    mixed_schema.check_config(top_k)
+    with pytest.raises(
+        ConfigError, match="primary_metric precision_top_k needs a time"
+    ):
+        no_time.check_config(top_k)
+    rolling = load_config("smoke", overrides={"split": {"mode": "rolling"}})
+    with pytest.raises(ConfigError, match="split.mode rolling needs a time column"):
+        no_time.check_config(rolling)
+
+
 def test_where_is_parsed_against_the_vocabularies():
     features = [
         {"name": "amount", "kind": "numeric"},

@@ -1,0 +1,181 @@
+"""A time-partitioned source: a folder (or glob) of daily files read as one table,
+each partition validated and cached on its own, what is new since the last run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from pipeline.artifacts import load_parquet, save_json
+from pipeline.errors import DataValidationError
+from pipeline.partitions import (
+    changes_since_previous_run,
+    compare_with_previous,
+    is_partitioned,
+    list_partitions,
+)
+from pipeline.stages import stage_ingest
+from tests.conftest import MIXED_COLUMNS, write_daily_partitions
+
+
+@pytest.fixture
+def daily(mixed_frame, tmp_path):
+    """The first 10 days of the mixed table as daily partitions."""
+    times = pd.to_datetime(mixed_frame[MIXED_COLUMNS["time"]])
+    first = mixed_frame[times < times.min().normalize() + pd.Timedelta(days=10)]
+    root = tmp_path / "daily"
+    write_daily_partitions(first, root, MIXED_COLUMNS["time"])
+    return root, first
+
+
+def test_a_folder_reads_as_the_same_table_as_one_file(
+    daily, mixed_schema, tmp_path, caplog
+):
+    root, first = daily
+    (root / "_SUCCESS").write_text("")  # markers and hidden files are skipped
+    (root / ".partial.csv").write_text("half written")
+    (root / "notes.txt").write_text("not a partition")
+    assert is_partitioned(root) and not is_partitioned(root / "date=x")
+    _, files = list_partitions(root)
+    assert [f.parent.name for f in files] == sorted(f.parent.name for f in files)
+    assert len(files) == 10
+    with caplog.at_level(logging.INFO, logger="pipeline.stages"):
+        got = stage_ingest(root, tmp_path / "cache", mixed_schema)
+    assert "10 partitions (10 parsed, 0 cached)" in caplog.text
+    one_file = tmp_path / "one.csv"
+    first.to_csv(one_file, index=False)
+    single = stage_ingest(one_file, tmp_path / "cache", mixed_schema)
+    pd.testing.assert_frame_equal(
+        load_parquet(got["frame_path"]), load_parquet(single["frame_path"])
+    )
+    for key in ("rows", "frauds", "duplicate_rows"):
+        assert got[key] == single[key]
+    listed = got["partitions"]
+    assert [p["path"] for p in listed][:2] == [
+        f.relative_to(root).as_posix() for f in files[:2]
+    ]
+    assert sum(p["rows"] for p in listed) == len(first)
+    assert set(listed[0]) == {"path", "sha256", "rows", "frauds"}
+    # Unchanged: the whole source comes from the cache.
+    assert stage_ingest(root, tmp_path / "cache", mixed_schema)["cached"]
+    # A glob reads the same partitions.
+    by_glob = stage_ingest(f"{root}/date=*/part-0.*", tmp_path / "cache", mixed_schema)
+    assert by_glob["sha256"] == got["sha256"]
+
+
+def test_a_new_day_parses_one_file_and_changes_the_sources_hash(
+    daily, mixed_frame, mixed_schema, tmp_path, caplog
+):
+    root, first = daily
+    before = stage_ingest(root, tmp_path / "cache", mixed_schema)
+    times = pd.to_datetime(mixed_frame[MIXED_COLUMNS["time"]])
+    start = times.min().normalize() + pd.Timedelta(days=10)
+    day_11 = mixed_frame[(times >= start) & (times < start + pd.Timedelta(days=1))]
+    write_daily_partitions(day_11, root, MIXED_COLUMNS["time"])
+    with caplog.at_level(logging.INFO, logger="pipeline.stages"):
+        after = stage_ingest(root, tmp_path / "cache", mixed_schema)
+    assert "11 partitions (1 parsed, 10 cached)" in caplog.text
+    assert after["sha256"] != before["sha256"]
+    assert after["rows"] == len(first) + len(day_11)
+    assert after["partitions"][:10] == before["partitions"]
+    changes = compare_with_previous(after["partitions"], {**before, "run_id": "r1"})
+    assert changes == {
+        "previous_run": "r1",
+        "new": [after["partitions"][-1]["path"]],
+        "changed": [],
+        "removed": [],
+    }
+
+
+def test_a_bad_partition_is_named_and_nothing_is_combined(
+    daily, mixed_schema, tmp_path
+):
+    root, _ = daily
+    bad = root / "date=2026-02-01" / "part-0.csv"
+    bad.parent.mkdir()
+    good = next(root.glob("date=*/part-0.csv"))
+    lines = good.read_text().splitlines()
+    lines[3] = lines[3].replace(",fraud", ",maybe").replace(",legit", ",maybe")
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(
+        DataValidationError, match=rf"{bad}: column is_fraud: found 3 distinct"
+    ):
+        stage_ingest(root, tmp_path / "cache", mixed_schema)
+    # The 10 good partitions stay cached; no combined table was written.
+    assert len(list((tmp_path / "cache").glob("*.parquet"))) == 10
+    # The command line says the same in one line, exit 2.
+    schema_file = tmp_path / "schema.json"
+    save_json(schema_file, mixed_schema.to_dict())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", "validate", str(root),
+         "--schema", str(schema_file)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]  # after the partitions read
+    assert last.startswith("fraudaug: error: ") and str(bad) in last
+
+
+def test_partitions_must_have_the_same_columns(daily, mixed_schema, tmp_path):
+    root, _ = daily
+    last = sorted(root.glob("date=*/part-0.parquet"))[-1]
+    frame = pd.read_parquet(last).drop(columns=["terminal_id"])  # an id: optional
+    frame.to_parquet(last, index=False)
+    with pytest.raises(
+        DataValidationError, match=rf"{last}: missing column\(s\) terminal_id"
+    ):
+        stage_ingest(root, tmp_path / "cache", mixed_schema)
+
+
+def test_an_empty_folder_or_glob_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataValidationError, match="no partition files"):
+        list_partitions(tmp_path / "empty")
+    with pytest.raises(DataValidationError, match="no partition files"):
+        list_partitions(f"{tmp_path}/empty/*.csv")
+
+
+def test_validate_a_folder(daily, mixed_schema, tmp_path):
+    root, first = daily
+    schema_file = tmp_path / "schema.json"
+    save_json(schema_file, mixed_schema.to_dict())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", "validate", str(root),
+         "--schema", str(schema_file), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["rows"] == len(first) and len(out["partitions"]) == 10
+
+
+def test_changes_since_the_previous_run_on_the_same_source(tmp_path):
+    def run(run_id, path, names):
+        parts = [{"path": n, "sha256": n * 2, "rows": 1, "frauds": 0} for n in names]
+        folder = tmp_path / "reports" / run_id
+        folder.mkdir(parents=True)
+        save_json(
+            folder / "metrics.json",
+            {"run_id": run_id, "data": {"path": str(path), "partitions": parts}},
+        )
+        return parts
+
+    run("20260101T000000Z-a", tmp_path / "src", ["d1", "d2"])
+    run("20260102T000000Z-b", tmp_path / "other", ["d1", "d2", "d3", "d4"])
+    now = [{"path": n, "sha256": n * 2} for n in ("d1", "d2", "d3")]
+    changes = changes_since_previous_run(
+        tmp_path / "reports", {"path": str(tmp_path / "src"), "partitions": now}
+    )
+    assert changes["previous_run"] == "20260101T000000Z-a"  # the same source only
+    assert changes["new"] == ["d3"] and not changes["removed"]
+    assert "since run 20260101T000000Z-a: 1 new (d3)" in changes["line"]
+    first = changes_since_previous_run(
+        tmp_path / "reports", {"path": str(tmp_path / "new"), "partitions": now}
+    )
+    assert first["previous_run"] is None and first["new"] == ["d1", "d2", "d3"]
+    assert changes_since_previous_run(tmp_path, {"path": "x.csv"}) is None
