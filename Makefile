@@ -51,7 +51,8 @@ run: $(STAMP)
 	    echo "" >&2; \
 	    test -f "$(DEMO)" || $(BIN)/fraudaug demo-data --out "$(DEMO)"; }; \
 	fi
-	@data="$(DATA)"; [ -f "$$data" ] || data="$(DEMO)"; \
+	@data="$(DATA)"; \
+	  if [ "$(DATA)" = "data/raw/creditcard.csv" ] && [ ! -f "$(DATA)" ]; then data="$(DEMO)"; fi; \
 	  $(BIN)/fraudaug run --data "$$data" --schema "$(SCHEMA)" --profile "$(PROFILE)" --seed "$(SEED)"
 
 # A local Prefect server for deployments (loopback only); leave it running.

@@ -60,3 +60,28 @@ def serve_deployments(**kwargs: Any) -> None:
     from prefect import serve
 
     serve(*build_deployments(**kwargs))
+
+
+def run_and_wait(name: str, timeout: float | None = None) -> str:
+    """Run deployment ``name`` (``FLOW/DEPLOYMENT``) now with its own parameters and
+    wait until it ends; its flow run's id. The Prefect server is the one
+    ``PREFECT_API_URL`` names.
+
+    Raises
+    ------
+    PipelineError
+        The run did not complete (failed, crashed, cancelled, or still running
+        after ``timeout`` seconds).
+    """
+    from prefect.deployments import run_deployment
+
+    from pipeline.errors import PipelineError
+
+    flow_run = run_deployment(name=name, timeout=timeout)
+    state = flow_run.state
+    if state is None or not state.is_completed():
+        raise PipelineError(
+            f"deployment {name}: flow run {flow_run.name} ({flow_run.id}) ended "
+            f"{state.name if state else 'without a state'}, not Completed"
+        )
+    return str(flow_run.id)

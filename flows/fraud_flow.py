@@ -83,6 +83,21 @@ def prepare(
     )
 
 
+@task(name="monitor-champion", cache_policy=NO_CACHE)
+def monitor_champion(
+    tracking_uri: str,
+    frame_path: str,
+    splits_path: str,
+    data_sha256: str,
+    config: PipelineConfig,
+    schema: TableSchema,
+    folds: list | None,
+) -> dict:
+    return stages.stage_monitor(
+        tracking_uri, frame_path, splits_path, data_sha256, config, schema, folds
+    )
+
+
 @task(name="train-gan", cache_policy=NO_CACHE, task_run_name="train-gan-split-{split}")
 def train_gan(
     frame_path: str,
@@ -351,6 +366,18 @@ def fraud_augmentation(
         if prepared.get("cached"):
             cached.append("prepare")
 
+        monitoring = None
+        if config.registry.enabled:
+            # The champion on the newest labelled rows, before anything trains.
+            monitoring = monitor_champion(
+                tracking_uri,
+                data["frame_path"],
+                prepared["splits_path"],
+                data["sha256"],
+                config,
+                table,
+                prepared.get("folds"),
+            )
         methods = config.evaluation.methods
 
         def split_inputs(split: int) -> tuple:
@@ -433,6 +460,7 @@ def fraud_augmentation(
             tracking=mlflow_run,
             schema=table,
             folds=prepared.get("folds"),
+            monitoring=monitoring,
         )
         publish(str(run_dir), written["report"])
         status = "FINISHED"

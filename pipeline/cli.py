@@ -128,12 +128,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _validate_partitions(args: argparse.Namespace, schema) -> int:
     """``validate`` on a folder or glob: every partition by the schema, one by one."""
     from pipeline.ingest import read_transactions
-    from pipeline.partitions import list_partitions
+    from pipeline.partitions import check_partition_labels, list_partitions
 
     root, files = list_partitions(args.path)
     summaries = []
     for file in files:
-        _, summary = read_transactions(file, schema)
+        _, summary = read_transactions(file, schema, partition=True)
         summaries.append(
             {"path": file.relative_to(root).as_posix(), **summary.to_dict()}
         )
@@ -142,6 +142,8 @@ def _validate_partitions(args: argparse.Namespace, schema) -> int:
                 f"{summaries[-1]['path']}: OK — {summary.rows:,} rows, "
                 f"{summary.frauds:,} frauds, sha256 {summary.sha256[:12]}"
             )
+    labels = [s.pop("label_values") for s in summaries]
+    check_partition_labels(args.path, files, labels, summaries, schema)
     rows = sum(s["rows"] for s in summaries)
     frauds = sum(s["frauds"] for s in summaries)
     if args.json:
@@ -208,8 +210,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from pipeline.config import load_config, parse_overrides
 
     overrides = parse_overrides(args.set)
-    if args.split_mode:
-        overrides.setdefault("split", {})["mode"] = args.split_mode
+    # A folder of partitions is a nightly source: judged out of time by default.
+    split_mode = args.split_mode or ("rolling" if is_partitioned(args.data) else None)
+    if split_mode:
+        overrides.setdefault("split", {})["mode"] = split_mode
     overrides = overrides or None
     # A bad profile, override, schema or output folder fails here, before Prefect
     # starts.
@@ -293,10 +297,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
         raise DataValidationError(f"{data}: no such file")
     check_writable(args.reports, "reports")
-    from pipeline.config import load_config
+    from pipeline.config import load_config, parse_overrides
+    from pipeline.partitions import is_partitioned
 
-    load_config(args.profile)  # a bad profile fails here
-    load_schema(args.schema)  # so does a bad schema file
+    overrides = parse_overrides(args.set)
+    split_mode = args.split_mode or ("rolling" if is_partitioned(args.data) else None)
+    if split_mode:
+        overrides.setdefault("split", {})["mode"] = split_mode
+    config = load_config(args.profile, overrides=overrides or None)  # fails here
+    load_schema(args.schema).check_config(config)  # so does a bad schema file
     from pipeline.tracking import URI_ENV, check_tracking_uri, resolve_tracking_uri
 
     tracking_uri = resolve_tracking_uri(args.tracking_uri)
@@ -317,9 +326,43 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "profile": args.profile,
             "reports_dir": args.reports,
             "schema_path": args.schema,
+            **({"overrides": overrides} if overrides else {}),
         },
         task_runner=args.task_runner,
         dask_address=args.dask_address,
+    )
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from pipeline.replay import replay
+
+    if args.upto is not None and args.upto < 1:
+        raise ConfigError(f"--upto {args.upto}: must be 1 or more")
+    check_input_table(args.data)
+    check_writable(args.into, "--into")
+    schema = load_schema(args.schema)
+    after_each = None
+    if args.deployment:
+        from flows.deploy import run_and_wait
+
+        def after_each(path: Path, number: int) -> None:
+            print(f"partition {number}: {path} — running {args.deployment}")
+            run_and_wait(args.deployment, timeout=args.timeout)
+
+    done = replay(
+        args.data,
+        args.into,
+        schema=schema,
+        by=args.by,
+        upto=args.upto,
+        after_each=after_each,
+    )
+    written = [d for d in done if d["written"]]
+    print(
+        f"{args.into}: {len(done)} partition(s) by {args.by}, {len(written)} written "
+        f"now, {len(done) - len(written)} already there; "
+        f"{sum(d['rows'] for d in done):,} rows"
     )
     return 0
 
@@ -558,7 +601,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--split-mode",
         choices=["stratified", "temporal", "rolling"],
         help="temporal: train on the earliest rows, test on the latest (one split); "
-        "rolling: out-of-time folds (split.train_window, .delay, .test_window)",
+        "rolling: out-of-time folds (split.train_window, .delay, .test_window); "
+        "default: rolling when --data is a folder of partitions, else the profile's",
     )
     p.add_argument(
         "--set",
@@ -580,9 +624,50 @@ def build_parser() -> argparse.ArgumentParser:
     _schema_arg(p)
     p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
     p.add_argument("--reports", default="reports", help="default: reports/")
+    p.add_argument(
+        "--split-mode",
+        choices=["stratified", "temporal", "rolling"],
+        help="default: rolling when --data is a folder of partitions, else the "
+        "profile's",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a config value for every run (repeatable)",
+    )
     _runner_args(p)
     _tracking_arg(p)
     p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser(
+        "replay",
+        help="write a time-ordered table's partitions one by one into a folder "
+        "(optionally running a deployment after each)",
+    )
+    p.add_argument("data", help="a table with a time column (.csv(.gz), .parquet)")
+    _schema_arg(p)
+    p.add_argument("--by", choices=["day", "hour"], default="day")
+    p.add_argument("--into", required=True, help="the folder to write partitions to")
+    p.add_argument(
+        "--upto",
+        type=int,
+        help="stop after the N-th partition (those already there are kept; a "
+        "later call goes on)",
+    )
+    p.add_argument(
+        "--deployment",
+        help="after each new partition: run this Prefect deployment (e.g. "
+        "fraud-augmentation/on-demand) and wait for it",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for each deployment run (default: no limit)",
+    )
+    p.set_defaults(func=_cmd_replay)
 
     p = sub.add_parser("score", help="score transactions with the champion model")
     p.add_argument("--in", dest="input", required=True, help=".csv(.gz) or .parquet")

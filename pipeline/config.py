@@ -324,7 +324,15 @@ class EvaluationConfig(_Section):
 
 class RegistryConfig(_Section):
     enabled: bool = Field(
-        True, description="Offer the run's best detector as challenger."
+        True,
+        description="Score the champion on the newest test rows, then offer the "
+        "run's best detector as challenger.",
+    )
+    alert_drop: float = Field(
+        0.05,
+        ge=0.0,
+        description="Warn when the champion's primary metric on the newest test "
+        "rows is more than this below its own figure at registration.",
     )
     margin: float = Field(
         0.0,

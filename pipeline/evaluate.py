@@ -661,3 +661,19 @@ def summarise_top_k(
         "per_fold": per_fold,
         "summary": summary,
     }
+
+
+def random_split_reference(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``metrics.json`` -> ``random_split_reference`` of an out-of-time run: the
+    per-method means of an earlier random-split run on the same data (``run``,
+    its ``metrics.json``), to show beside the out-of-time figures."""
+    if run is None:
+        return None
+    return {
+        "run_id": run.get("run_id"),
+        "n_splits": run.get("n_splits"),
+        "methods": {
+            s["method"]: {k: s.get(f"{k}_mean") for k in ("auprc", "precision_top_k")}
+            for s in run.get("summary", [])
+        },
+    }

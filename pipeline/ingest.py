@@ -44,9 +44,17 @@ class DataSummary:
     frauds: int
     duplicate_rows: int
     demo: bool
+    label_values: tuple[str, ...] | None = None
+    """The label's distinct values (canonical), for a partition only: a
+    partitioned source checks them across its partitions."""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if self.label_values is None:
+            del out["label_values"]
+        else:
+            out["label_values"] = list(self.label_values)
+        return out
 
 
 def _parse_error(path: Path, exc: Exception) -> DataValidationError:
@@ -61,9 +69,10 @@ def _parse_error(path: Path, exc: Exception) -> DataValidationError:
     return DataValidationError(f"{path}: cannot parse as CSV: {text}")
 
 
-def read_raw(path: str | Path) -> pd.DataFrame:
+def read_raw(path: str | Path, schema: TableSchema | None = None) -> pd.DataFrame:
     """A table as read, with the readers' own type inference (no schema yet: what
-    ``fraudaug schema`` detects kinds from).
+    ``fraudaug schema`` detects kinds from); with ``schema``, a CSV's text kinds
+    are read as text (a category ``007`` keeps its zeros), nothing converted.
 
     Raises
     ------
@@ -71,7 +80,7 @@ def read_raw(path: str | Path) -> pd.DataFrame:
         The file is missing, empty or unreadable.
     """
     path = Path(path)
-    frame = _read_raw(path, check_input_table(path), None)
+    frame = _read_raw(path, check_input_table(path), schema)
     if len(frame.columns) == 0:
         raise DataValidationError(f"{path}: file is empty; expected a header")
     return frame.rename(columns=lambda c: str(c).strip())
@@ -343,9 +352,11 @@ def _to_label(
     schema: TableSchema,
     column: pd.Series,
     first_row: int,
+    one_class: bool = False,
 ) -> np.ndarray:
     """1 where the label is the schema's positive value, else 0 (int8); exactly two
-    values, both present."""
+    values, both present (``one_class``: one is enough, for one partition of a
+    source: a day without a fraud is a normal day)."""
     name, spec = schema.label.column, schema.label
     at = _describe_row
     _first_missing(path, kind, name, column, first_row, "a label value")
@@ -376,6 +387,8 @@ def _to_label(
             f"{spec.positive!r} (found {', '.join(repr(v) for v in values)}); "
             "check label.positive in the schema"
         )
+    if one_class:
+        return labels
     if n_positive == 0 or n_positive == len(labels):
         value = values[0]
         only = f"{value} (normal)" if n_positive == 0 else f"{value} (fraud)"
@@ -393,6 +406,7 @@ def validate_frame(
     schema: TableSchema = KAGGLE,
     labelled: bool = True,
     first_row: int = 0,
+    one_class: bool = False,
 ) -> pd.DataFrame:
     """Check a frame against ``schema`` and return a clean, typed copy.
 
@@ -412,6 +426,9 @@ def validate_frame(
     first_row : int, default 0
         The file's row number of the frame's first row (a batch of a stream), so
         errors name the row and line in the file.
+    one_class : bool, default False
+        A labelled frame may hold one class only (a partition of a source; the
+        source as a whole must hold both).
 
     Returns
     -------
@@ -473,7 +490,7 @@ def validate_frame(
         elif spec.kind == "datetime":
             data[name] = _to_datetime(path, kind, spec, column, first_row)
         elif spec.kind == "label":
-            data[name] = _to_label(path, kind, schema, column, first_row)
+            data[name] = _to_label(path, kind, schema, column, first_row, one_class)
         else:  # id: carried as read (text stripped)
             data[name] = (
                 column.astype(str).str.strip().astype(object)
@@ -654,7 +671,7 @@ def _locate_csv_error(
 
 
 def read_transactions(
-    path: str | Path, schema: TableSchema = KAGGLE
+    path: str | Path, schema: TableSchema = KAGGLE, *, partition: bool = False
 ) -> tuple[pd.DataFrame, DataSummary]:
     """Read, validate and summarise a transactions file.
 
@@ -663,6 +680,9 @@ def read_transactions(
     path : str or Path
         A ``.csv``, ``.csv.gz``, ``.zip`` or ``.parquet`` file.
     schema : TableSchema, default the built-in Kaggle schema
+    partition : bool, default False
+        One partition of a source: one class is enough, and the summary's
+        ``label_values`` lists the label's values for the source's own check.
 
     Returns
     -------
@@ -678,7 +698,12 @@ def read_transactions(
     """
     path = Path(path)
     kind = check_input_table(path)
-    frame = validate_frame(_read_raw(path, kind, schema), path, kind, schema=schema)
+    raw = _read_raw(path, kind, schema)
+    frame = validate_frame(raw, path, kind, schema=schema, one_class=partition)
+    label_values = None
+    if partition:
+        label = raw[[c for c in raw.columns if str(c).strip() == schema.label.column]]
+        label_values = tuple(sorted(pd.unique(label.iloc[:, 0].map(canonical_label))))
     sha256 = file_sha256(path)
     duplicates = int(pd.util.hash_pandas_object(frame, index=False).duplicated().sum())
     summary = DataSummary(
@@ -688,6 +713,7 @@ def read_transactions(
         frauds=int(frame[schema.label.column].sum()),
         duplicate_rows=duplicates,
         demo=is_demo_data(path, sha256),
+        label_values=label_values,
     )
     logger.info(
         "read %s: %d rows, %d frauds, %d duplicate rows",

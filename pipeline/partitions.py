@@ -139,6 +139,47 @@ def combine_partitions(parquets: list[Path], names: list[str], out: Path) -> Non
                     ) from exc
 
 
+def check_partition_labels(
+    source: str | Path,
+    files: list[Path],
+    label_values: list[list[str]],
+    partitions: list[dict[str, Any]],
+    schema: Any,
+) -> None:
+    """A partition may hold one class (a day without a fraud); the source as a
+    whole must hold exactly the label's two values, frauds and normal rows.
+
+    Raises
+    ------
+    DataValidationError
+        A partition brings a third value, or no partition has a fraud (or a
+        normal row).
+    """
+    from pipeline.schema import canonical_label
+
+    name = schema.label.column
+    seen: list[str] = []
+    for file, values in zip(files, label_values, strict=True):
+        new = [v for v in values if v not in seen]
+        if len(seen) + len(new) > 2:
+            raise DataValidationError(
+                f"{file}: column {name}: value(s) {', '.join(map(repr, new))} that "
+                f"no earlier partition has; with {', '.join(map(repr, seen))} that "
+                f"makes {len(seen) + len(new)} label values, a label has two "
+                f"(positive value {schema.label.positive!r})"
+            )
+        seen += new
+    rows = sum(p["rows"] for p in partitions)
+    frauds = sum(p["frauds"] for p in partitions)
+    if frauds == 0 or frauds == rows:
+        which = "fraud" if frauds == 0 else "normal row"
+        raise DataValidationError(
+            f"{source}: column {name}: no partition has a {which} (found "
+            f"{', '.join(map(repr, seen))}; positive value "
+            f"{canonical_label(schema.label.positive)!r}); both classes are needed"
+        )
+
+
 def compare_with_previous(
     partitions: list[dict[str, Any]], previous: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -189,21 +230,20 @@ def changes_since_previous_run(
     file), with ``line``: :func:`describe_changes`."""
     import os
 
-    from pipeline.runs import load_run_summaries
+    from pipeline.runs import newest_run
 
     partitions = data.get("partitions")
     if partitions is None:
         return None
     here = os.path.abspath(data["path"])
-    previous = next(
-        (
-            {**run["data"], "run_id": run.get("run_id")}
-            for run in load_run_summaries(reports_dir)
-            if run.get("data", {}).get("partitions") is not None
+    found = newest_run(
+        reports_dir,
+        lambda run: (
+            run.get("data", {}).get("partitions") is not None
             and os.path.abspath(run["data"].get("path", "")) == here
         ),
-        None,
     )
+    previous = None if found is None else {**found["data"], "run_id": found["run_id"]}
     changes = compare_with_previous(partitions, previous)
     return {**changes, "line": describe_changes(changes, len(partitions))}
 

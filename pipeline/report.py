@@ -623,11 +623,27 @@ def render_index(runs: list[dict[str, Any]]) -> str:
                     "y": [p[1] for p in points],
                 }
             )
+    champion = [
+        (i, run["monitoring"]["now"]["auprc"])
+        for i, run in enumerate(chronological)
+        if (run.get("monitoring") or {}).get("status") == "scored"
+    ]
+    if champion:
+        series.append(
+            {
+                "name": "champion",
+                "colour": "#111111",
+                "dash": True,
+                "x": [p[0] for p in champion],
+                "y": [p[1] for p in champion],
+            }
+        )
     every = max(1, len(chronological) // 8)
     chart = (
         charts.line_chart(
             series,
-            title="Mean test AUPRC per method, run by run (oldest left)",
+            title="Mean test AUPRC per method, run by run (oldest left); dashed: "
+            "the registered champion on each run's newest test rows",
             x_label="run started (UTC)",
             y_label="AUPRC",
             width=760,

@@ -18,6 +18,7 @@ import hashlib
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,14 @@ def load_run_summaries(reports_dir: str | Path) -> list[dict[str, Any]]:
         except ArtifactError as exc:
             logger.warning("skipping %s in the run index: %s", path, exc)
     return sorted(runs, key=lambda r: r.get("run_id", ""), reverse=True)
+
+
+def newest_run(
+    reports_dir: str | Path, accept: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any] | None:
+    """The newest finished run in ``reports_dir`` whose ``metrics.json`` passes
+    ``accept``; ``None`` when none does."""
+    return next((r for r in load_run_summaries(reports_dir) if accept(r)), None)
 
 
 def write_index(reports_dir: str | Path) -> Path:

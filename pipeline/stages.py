@@ -41,6 +41,7 @@ from pipeline.evaluate import (
     compare_methods,
     compute_metrics,
     curve_points,
+    random_split_reference,
     summarise,
     summarise_top_k,
 )
@@ -54,6 +55,7 @@ from pipeline.preprocess import (
 )
 from pipeline.runs import (
     METRICS_FILE,
+    newest_run,
     release_lock,
     split_dir,
     update_latest,
@@ -125,15 +127,21 @@ def _cache_ingest(cache_dir: Path, name: str, summary: dict[str, Any]) -> None:
 
 
 def _ingest_file(
-    path: Path, cache_dir: Path, schema: TableSchema, sha256: str | None = None
+    path: Path,
+    cache_dir: Path,
+    schema: TableSchema,
+    sha256: str | None = None,
+    partition: bool = False,
 ) -> dict[str, Any]:
+    # A partition is checked differently (one class is enough): cached apart.
+    kind = "-partition" if partition else ""
     sha256 = sha256 or (file_sha256(path) if path.is_file() else None)
     if sha256 is not None:
-        cached = _cached_ingest(cache_dir, _ingest_name(sha256, schema))
+        cached = _cached_ingest(cache_dir, _ingest_name(sha256, schema) + kind)
         if cached is not None:
             return {**cached, "path": str(path), "demo": is_demo_data(path, sha256)}
-    frame, summary = read_transactions(path, schema)
-    name = _ingest_name(summary.sha256, schema)
+    frame, summary = read_transactions(path, schema, partition=partition)
+    name = _ingest_name(summary.sha256, schema) + kind
     save_parquet(cache_dir / f"{name}.parquet", frame)
     _cache_ingest(cache_dir, name, summary.to_dict())
     return {
@@ -146,7 +154,12 @@ def _ingest_file(
 def _ingest_partitions(
     source: str | Path, cache_dir: Path, schema: TableSchema
 ) -> dict[str, Any]:
-    from pipeline.partitions import combine_partitions, list_partitions, source_sha256
+    from pipeline.partitions import (
+        check_partition_labels,
+        combine_partitions,
+        list_partitions,
+        source_sha256,
+    )
 
     root, files = list_partitions(source)
     partitions = [
@@ -157,12 +170,16 @@ def _ingest_partitions(
     cached = _cached_ingest(cache_dir, name)
     if cached is not None:
         return {**cached, "path": str(source)}
-    parquets, read = [], 0
+    parquets, read, labels = [], 0, []
     for file, partition in zip(files, partitions, strict=True):
-        part = _ingest_file(file, cache_dir, schema, sha256=partition["sha256"])
+        part = _ingest_file(
+            file, cache_dir, schema, sha256=partition["sha256"], partition=True
+        )
         partition.update(rows=part["rows"], frauds=part["frauds"], demo=part["demo"])
         parquets.append(Path(part["frame_path"]))
+        labels.append(part["label_values"])
         read += not part["cached"]
+    check_partition_labels(source, files, labels, partitions, schema)
     parquet = cache_dir / f"{name}.parquet"
     combine_partitions(parquets, [str(f) for f in files], parquet)
     frame = load_parquet(parquet)
@@ -781,6 +798,39 @@ def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
     return {"split": 0, **drift}
 
 
+def stage_monitor(
+    tracking_uri: str,
+    frame_path: str | Path,
+    splits_path: str | Path,
+    data_sha256: str,
+    config: PipelineConfig,
+    schema: TableSchema,
+    folds: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Score the registered champion on split 0's test rows (out of time: the
+    newest test window) before anything trains; see
+    :func:`pipeline.registry.monitor_champion`. A drop beyond
+    ``registry.alert_drop`` is logged as a warning."""
+    from pipeline.registry import monitor_champion
+
+    rows = subset_rows(load_parquet(splits_path), 0, "test")
+    result = monitor_champion(
+        tracking_uri,
+        frame=load_parquet(frame_path),
+        rows=rows,
+        schema=schema,
+        data_sha256=data_sha256,
+        metric=config.evaluation.primary_metric,
+        alerts_per_day=config.evaluation.alerts_per_day,
+        alert_drop=config.registry.alert_drop,
+        window=folds[0]["test"] if folds else None,
+    )
+    (logger.warning if result.get("alert") else logger.info)(
+        "monitoring: %s", result["line"]
+    )
+    return result
+
+
 def stage_registry(
     *,
     run_id: str,
@@ -859,6 +909,7 @@ def stage_report(
     tracking: dict[str, str] | None = None,
     schema: TableSchema = KAGGLE,
     folds: list[dict[str, Any]] | None = None,
+    monitoring: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
     ``manifest.json``; log them and the figures to the run's MLflow run
@@ -934,6 +985,7 @@ def stage_report(
         },
         "fidelity": summarise_fidelity(sorted(fidelity, key=lambda f: f["split"])),
         "drift": stage_drift(data["frame_path"], run_dir),
+        "monitoring": monitoring,
         "cached_stages": list(cached_stages or []),
         "config": config.model_dump(mode="json"),
         "environment": {
@@ -943,6 +995,20 @@ def stage_report(
             "git_commit": git_commit(),
         },
     }
+    if config.split.mode == "rolling":
+        # The same methods on random splits of the same data, run before: how
+        # much a random split flatters them.
+        metrics["random_split_reference"] = random_split_reference(
+            newest_run(
+                reports_dir,
+                lambda run: (
+                    run.get("data", {}).get("sha256") == data["sha256"]
+                    and run.get("config", {}).get("split", {}).get("mode")
+                    == "stratified"
+                    and run.get("schema") == metrics["schema"]
+                ),
+            )
+        )
     if tracking is not None and config.registry.enabled:
         metrics["registry"] = stage_registry(
             run_id=run_id,

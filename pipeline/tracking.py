@@ -254,6 +254,11 @@ def _metric_rows(
                     rows.append(
                         (f"fidelity.{source}.{name}.split", entry[name], entry["split"])
                     )
+    monitoring = metrics.get("monitoring") or {}
+    for name, value in (monitoring.get("now") or {}).items():
+        rows.append((f"champion.{name}", value, 0))
+    if monitoring.get("drop") is not None:
+        rows.append(("champion.drop", monitoring["drop"], 0))
     for split, history in histories.items():
         for entry in history:
             for name in CURVES:
@@ -285,6 +290,12 @@ def log_results(
         "fraudaug.best_smote_family": comparison.get("best_smote_family"),
         "fraudaug.duration_seconds": metrics.get("duration_seconds"),
     }
+    monitoring = metrics.get("monitoring") or {}
+    if monitoring:
+        tags["fraudaug.monitoring.status"] = monitoring.get("status")
+        tags["fraudaug.monitoring.line"] = monitoring.get("line")
+        if monitoring.get("status") == "scored":
+            tags["fraudaug.monitoring.alert"] = str(monitoring["alert"]).lower()
     registry = metrics.get("registry") or {}
     if registry:
         tags["fraudaug.registry.promoted"] = registry.get("promoted")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -183,20 +184,117 @@ def harness():
         yield
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def prefect_serving(root: Path, *serve_args: str):
+    """A real ``prefect server start`` on a free loopback port and ``fraudaug serve
+    SERVE_ARGS`` run in ``root`` against it, as a team runs them (logs in
+    ``root/logs``); yields the environment that points a client at the server.
+    On exit, waits for a run still finishing, then stops both."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    # No MLFLOW_TRACKING_URI: serve's default, sqlite:///mlflow.db in its folder.
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_HOME": str(root / "prefect-home"),
+        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "TMPDIR": str(root),
+        "COLUMNS": "250",  # rich tables in the CLI output are not truncated
+    }
+    logs = root / "logs"
+    logs.mkdir(exist_ok=True)
+    bin_dir = Path(sys.executable).parent
+
+    def wait(ready, process, what: str, log: str) -> None:
+        deadline = time.monotonic() + 120
+        while not ready():
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail(f"{what}: " + (logs / log).read_text()[-3000:])
+            time.sleep(1)
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
+                return True
+        except OSError:
+            return False
+
+    def children(pid: int) -> list[str]:
+        found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
+        return found.stdout.split()
+
+    server = subprocess.Popen(
+        [str(bin_dir / "prefect"), "server", "start",
+         "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=open(logs / "server.log", "w"),  # noqa: SIM115
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    serve = None
+    try:
+        wait(healthy, server, "prefect server did not start", "server.log")
+        serve = subprocess.Popen(
+            [str(bin_dir / "fraudaug"), "serve", *serve_args],
+            cwd=root,
+            env=env,
+            stdout=open(logs / "serve.log", "w"),  # noqa: SIM115
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        inspect = [str(bin_dir / "prefect"), "deployment", "inspect"]
+        wait(
+            lambda: (
+                subprocess.run(
+                    [*inspect, "fraud-augmentation/on-demand"],
+                    env=env,
+                    capture_output=True,
+                ).returncode
+                == 0
+            ),
+            serve,
+            "deployments did not appear",
+            "serve.log",
+        )
+        yield env
+    finally:
+        if serve is not None:
+            # A run's subprocess still finishing would be flipped to Cancelled.
+            deadline = time.monotonic() + 60
+            while children(serve.pid) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            os.killpg(serve.pid, signal.SIGTERM)
+            serve.wait(30)
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+
+
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory):
     """A real ``mlflow server`` on a free loopback port (sqlite backend, proxied
     artifacts), as a team would run one; its URL."""
-    import socket
     import subprocess
     import sys
     import time
     import urllib.request
 
     root = tmp_path_factory.mktemp("mlflow-server")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     log = open(root / "server.log", "wb")  # noqa: SIM115 (closed below)
     server = subprocess.Popen(
         [

@@ -4,16 +4,13 @@ real 20k-row sample. Checks the report, the artifacts, the registry, the nightly
 schedule, the cached stages of a second run, and Prefect's errors."""
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import prefect_serving
 
 pytestmark = pytest.mark.slow
 
@@ -23,90 +20,14 @@ FRAUDAUG = str(BIN / "fraudaug")
 FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _children(pid: int) -> list[str]:
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
-    return out.stdout.split()
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, sample_path):
     root = tmp_path_factory.mktemp("deploy")
-    port = _free_port()
-    # No MLFLOW_TRACKING_URI: serve's default, sqlite:///mlflow.db in its folder.
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_HOME": str(root / "prefect-home"),
-        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "DO_NOT_TRACK": "1",
-        "TMPDIR": str(root),
-        "COLUMNS": "250",  # rich tables in the CLI output are not truncated
-    }
-    logs = root / "logs"
-    logs.mkdir()
-    server = subprocess.Popen(
-        [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=open(logs / "server.log", "w"),  # noqa: SIM115
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    serve = None
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/api/health", timeout=2
-                ):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(
-                        "prefect server did not start: "
-                        + (logs / "server.log").read_text()
-                    )
-                time.sleep(1)
-        serve = subprocess.Popen(
-            [
-                FRAUDAUG, "serve", "--data", str(sample_path), "--profile", "smoke",
-                "--reports", "reports", "--cron", "0 3 * * *",
-            ],
-            cwd=root,
-            env=env,
-            stdout=open(logs / "serve.log", "w"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while subprocess.run(
-            [PREFECT, "deployment", "inspect", "fraud-augmentation/on-demand"],
-            env=env,
-            capture_output=True,
-        ).returncode:
-            if time.monotonic() > deadline or serve.poll() is not None:
-                pytest.fail(
-                    "deployments did not appear: " + (logs / "serve.log").read_text()
-                )
-            time.sleep(1)
+    with prefect_serving(
+        root, "--data", str(sample_path), "--profile", "smoke",
+        "--reports", "reports", "--cron", "0 3 * * *",
+    ) as env:  # fmt: skip
         yield root, env
-    finally:
-        if serve is not None:
-            # A run's subprocess still finishing would be flipped to Cancelled.
-            deadline = time.monotonic() + 60
-            while _children(serve.pid) and time.monotonic() < deadline:
-                time.sleep(0.5)
-            os.killpg(serve.pid, signal.SIGTERM)
-            serve.wait(30)
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
 
 
 def _run(env, *args, timeout=600):

@@ -39,6 +39,17 @@ def test_the_run_read_a_folder_of_daily_partitions(mixed_run, mixed_partitions):
     assert manifest["data"]["partitions"] == data["partitions"]
     html = (run_dir / "report.html").read_text()
     assert 'id="partition-table"' in html and "30 partition(s)" in html
+    # Out of time, with no random-split run of these rows to set beside it.
+    assert metrics["random_split_reference"] is None
+    assert 'id="no-random-reference"' in html
+
+
+def test_the_first_run_finds_no_champion_to_monitor(mixed_run):
+    run_dir = _run_dir(mixed_run)
+    monitoring = load_json(run_dir / "metrics.json")["monitoring"]
+    assert monitoring["status"] == "none"
+    html = (run_dir / "report.html").read_text()
+    assert 'id="monitoring"' in html and "no champion yet" in html
 
 
 def test_drift_between_the_training_window_and_the_newest_test_window(mixed_run):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.metrics import average_precision_score
 from xgboost import XGBClassifier
 
 from pipeline.artifacts import save_json
@@ -18,6 +19,7 @@ from pipeline.registry import (
     CHAMPION,
     MODEL_NAME,
     fetch_version,
+    monitor_champion,
     record_challenger,
     score_transactions,
 )
@@ -54,7 +56,7 @@ def store(tmp_path):
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
 
 
-def _offer(store, setting, name, run_id, margin=0.0, **decision):
+def _offer(store, setting, name, run_id, margin=0.0, metrics=None, **decision):
     """One pipeline run's registry step: its MLflow run, then the challenger."""
     frame, fit_rows, test_rows, root, paths, transformer = setting
     model = XGBClassifier()
@@ -74,7 +76,7 @@ def _offer(store, setting, name, run_id, margin=0.0, **decision):
             transformer_path=root / "transformer.json",
             schema=transformer.schema,
             threshold=0.5,
-            metrics={"auprc": 0.0},
+            metrics=metrics or {"auprc": 0.0},
             data_sha256="sha-of-demo",
             frame=frame,
             fit_rows=fit_rows,
@@ -156,6 +158,39 @@ def test_the_champion_rule_follows_precision_top_k_when_it_is_primary(setting, s
         better["comparison"]["challenger_auprc"]
         > better["comparison"]["champion_auprc"]
     )
+
+
+def test_the_champion_is_scored_on_the_newest_rows_and_its_decay_flagged(
+    setting, store
+):
+    frame, fit_rows, test_rows, _, paths, transformer = setting
+    kwargs = {
+        "frame": frame,
+        "rows": test_rows,
+        "schema": transformer.schema,
+        "data_sha256": "sha-of-demo",
+    }
+    assert monitor_champion(store, **kwargs)["status"] == "none"
+    _offer(store, setting, "good", "run-1", metrics={"auprc": 0.999})
+    out = monitor_champion(store, **kwargs, alert_drop=0.0)
+    assert out["status"] == "scored" and out["champion"]["version"] == "1"
+    model = XGBClassifier()
+    model.load_model(paths["good"])
+    scores = model.predict_proba(transformer.transform(frame.iloc[test_rows]))[:, 1]
+    y = frame["Class"].to_numpy()[test_rows]
+    assert out["now"]["auprc"] == pytest.approx(average_precision_score(y, scores))
+    assert 0 <= out["now"]["precision_top_k"] <= 1  # the demo rows have a Time
+    assert out["at_registration"]["auprc"] == 0.999
+    assert out["drop"] == pytest.approx(0.999 - out["now"]["auprc"])
+    assert out["alert"] and "dropped by more than registry.alert_drop" in out["line"]
+    assert not monitor_champion(store, **kwargs, alert_drop=1.0)["alert"]
+    # Rows it was fitted on never judge it (same file): none are left here.
+    fitted = monitor_champion(store, **{**kwargs, "rows": fit_rows})
+    assert fitted["status"] == "too_few"
+    # Precision top-k as the primary metric: no figure at its registration.
+    top_k = monitor_champion(store, **kwargs, metric="precision_top_k")
+    assert top_k["drop"] is None and not top_k["alert"]
+    assert "no precision top-k recorded at its registration" in top_k["line"]
 
 
 def test_margin_is_respected(setting, store, tmp_path):

@@ -1,5 +1,7 @@
 import re
 
+import pytest
+
 from pipeline.report import render_index, render_report
 
 
@@ -218,3 +220,33 @@ def test_artifact_texts_escape_untrusted_paths():
     rows = summary_table(_metrics())
     assert [r["method"] for r in rows] == ["none", "smote", "cwgan_gp"]
     assert rows[1]["delta_vs_none"] == 0.02 and rows[1]["significant"] is True
+
+
+def test_out_of_time_figures_beside_the_random_split_run():
+    from pipeline.evaluate import random_split_reference
+
+    earlier = _metrics(run_id="20251231T000000Z-random")
+    metrics = _metrics()
+    metrics["folds"] = [
+        {"fold": 0, "train": ["a", "b"], "validation": ["b", "c"], "test": ["d", "e"]}
+    ]
+    from pipeline.schema import KAGGLE
+
+    metrics["schema"] = KAGGLE.to_dict()
+    metrics["config"]["split"] = {
+        "mode": "rolling", "train_window": "24h", "validation_window": "4h",
+        "delay": "2h", "test_window": "6h",
+    }  # fmt: skip
+    html = render_report(metrics, CURVES)
+    assert 'id="no-random-reference"' in html and 'id="out-of-time"' not in html
+    for s in earlier["summary"]:
+        s["auprc_mean"] += 0.05  # the random splits flatter every method
+    metrics["random_split_reference"] = random_split_reference(earlier)
+    assert metrics["random_split_reference"]["methods"]["smote"]["auprc"] == (
+        pytest.approx(0.88)
+    )
+    html = render_report(metrics, CURVES)
+    table = html[html.index('id="out-of-time"') :]
+    assert "20251231T000000Z-random" in html
+    assert "<td>smote</td><td>0.8300</td><td>0.8800</td><td>-0.050</td>" in table
+    assert random_split_reference(None) is None
