@@ -360,7 +360,8 @@ def _to_label(
     name, spec = schema.label.column, schema.label
     at = _describe_row
     _first_missing(path, kind, name, column, first_row, "a label value")
-    canon = column.map(canonical_label)
+    # Each distinct value made comparable once (not once per row).
+    canon = column.map({v: canonical_label(v) for v in pd.unique(column)})
     positive = canonical_label(spec.positive)
     if spec.negative is not None:
         negative = canonical_label(spec.negative)
@@ -703,9 +704,16 @@ def read_transactions(
     label_values = None
     if partition:
         label = raw[[c for c in raw.columns if str(c).strip() == schema.label.column]]
-        label_values = tuple(sorted(pd.unique(label.iloc[:, 0].map(canonical_label))))
+        label_values = tuple(
+            sorted({canonical_label(v) for v in pd.unique(label.iloc[:, 0])})
+        )
     sha256 = file_sha256(path)
-    duplicates = int(pd.util.hash_pandas_object(frame, index=False).duplicated().sum())
+    # A partition's copies are counted over the whole source, not here.
+    duplicates = (
+        0
+        if partition
+        else int(pd.util.hash_pandas_object(frame, index=False).duplicated().sum())
+    )
     summary = DataSummary(
         path=str(path),
         sha256=sha256,

@@ -1,22 +1,26 @@
 """A time-partitioned source: a folder (or a glob) of CSV/Parquet files that grows
 by a file or a Hive-style ``date=YYYY-MM-DD/`` folder a day, read as one table.
 
-Each partition is validated by the run's schema on its own (its errors name the
-partition's file and row) and cached by its sha256, so a new day parses one new
-file; the validated partitions are then streamed through ``pyarrow.dataset`` into
-one Parquet table in partition order. The source's sha256 is that of its
+The partitions are read as one table (Parquet partitions in one
+``pyarrow.dataset`` scan) and validated by the run's schema together (an error is
+then traced to the partition's file and row). The source's sha256 is that of its
 partitions' names and hashes, so a new or changed partition is a new input and
-nothing else is.
+nothing else is; when the partitions of the last read are still there, unchanged
+and first, only the new ones are read and validated.
 """
 
 from __future__ import annotations
 
 import glob
 import hashlib
+import itertools
 import json
 import logging
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from pipeline.errors import DataValidationError
 
@@ -81,62 +85,113 @@ def source_sha256(partitions: list[dict[str, Any]]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def combine_partitions(parquets: list[Path], names: list[str], out: Path) -> None:
-    """Stream validated partitions (Parquet, in order) into one Parquet file at
-    ``out``, each cast to one type per column: the type they share, else text
-    when any partition holds the column as text (ids are numbers in one file and
-    text in another), else the first partition's.
-
-    Raises
-    ------
-    DataValidationError
-        A partition's columns or types differ from the first partition's.
-    """
+def _read_raw_partitions(
+    files: list[Path], schema: Any
+) -> tuple[pd.DataFrame, list[int]]:
+    """The partitions as read (no conversion yet), one after another, each
+    one's columns checked against the schema, and each one's number of rows.
+    Parquet partitions are read through one ``pyarrow.dataset``; partitions of
+    other formats or column types are read one by one and put together."""
     import pyarrow as pa
     import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
-    from pipeline.artifacts import atomic_path
+    from pipeline.ingest import _check_columns, _read_raw
+    from pipeline.paths import check_input_table
 
-    schemas = [pq.read_schema(p).remove_metadata() for p in parquets]
-    target = schemas[0]
-    for found, name in zip(schemas[1:], names[1:], strict=True):
-        if set(found.names) != set(target.names):
-            missing = sorted(set(target.names) - set(found.names))
-            extra = sorted(set(found.names) - set(target.names))
-            raise DataValidationError(
-                f"{name}: its columns differ from the first partition's ({names[0]}): "
-                + "; ".join(
-                    part
-                    for part in (
-                        f"missing {', '.join(missing)}" if missing else "",
-                        f"extra {', '.join(extra)}" if extra else "",
-                    )
-                    if part
-                )
-            )
-    fields = []
-    for field in target:
-        types = {s.field(field.name).type for s in schemas}
-        text = {
-            t for t in types if pa.types.is_string(t) or pa.types.is_large_string(t)
-        }
-        fields.append(
-            field.with_type(pa.string()) if len(types) > 1 and text else field
+    kinds = [check_input_table(f) for f in files]
+    if set(kinds) == {"parquet"}:
+        try:
+            dataset = ds.dataset([str(f) for f in files], format="parquet")
+            found = [f.physical_schema for f in dataset.get_fragments()]
+        except (pa.ArrowInvalid, OSError):
+            found = None  # read one by one below: the error names the file
+        if found is not None:
+            for file, each in zip(files, found, strict=True):
+                if each is found[0] or each.names != found[0].names:
+                    _check_columns(file, pd.DataFrame(columns=each.names), schema)
+            if all(each.equals(found[0]) for each in found):
+                # One scan, in the files' order; each file's rows from its footer.
+                frame = dataset.to_table().to_pandas()
+                sizes = [f.metadata.num_rows for f in dataset.get_fragments()]
+                return frame, sizes
+    frames = []
+    for file, kind in zip(files, kinds, strict=True):
+        frames.append(_read_raw(file, kind, schema))
+        _check_columns(file, frames[-1], schema)
+    sizes = [len(f) for f in frames]
+    return (
+        pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    ), sizes
+
+
+def _label_values(raw: pd.DataFrame, label: str) -> list[str]:
+    from pipeline.schema import canonical_label
+
+    values = raw[[c for c in raw.columns if str(c).strip() == label][0]]
+    return sorted({canonical_label(v) for v in pd.unique(values)})
+
+
+def read_partitions(
+    files: list[Path], schema: Any, where: str
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Read and validate partition files as one table (in the order given).
+
+    The rows are validated together, once; when they fail, each partition is
+    validated on its own so that the error names its file and row. A partition
+    may hold one class only (a day without a fraud).
+
+    Returns
+    -------
+    frame : DataFrame
+        The validated rows (see :func:`pipeline.ingest.validate_frame`).
+    stats : list of dict
+        Per partition: ``rows``, ``frauds`` and ``label_values`` (its label's
+        distinct values, for :func:`check_partition_labels`).
+    """
+    from pipeline.ingest import read_transactions, validate_frame
+
+    raw, sizes = _read_raw_partitions(files, schema)
+    label = schema.label.column
+    bounds = list(itertools.pairwise(np.cumsum([0, *sizes])))
+    try:
+        frame = validate_frame(raw, where, "parquet", schema=schema, one_class=True)
+    except DataValidationError:
+        for file in files:  # the error again, naming the partition and its row
+            read_transactions(file, schema, partition=True)
+        _check_label_values(
+            files, [_label_values(raw.iloc[a:b], label) for a, b in bounds], schema
         )
-    target = pa.schema(fields)
-    dataset = ds.dataset([str(p) for p in parquets], format="parquet", schema=target)
-    with atomic_path(out, suffix=".parquet") as tmp:
-        with pq.ParquetWriter(tmp, target) as writer:
-            for fragment, name in zip(dataset.get_fragments(), names, strict=True):
-                try:
-                    for batch in fragment.to_batches(schema=target):
-                        writer.write_batch(batch)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise DataValidationError(
-                        f"{name}: its column types differ from the first "
-                        f"partition's ({names[0]}): {exc}"
-                    ) from exc
+        raise
+    labels = frame[label].to_numpy()
+    stats = [
+        {
+            "rows": int(b - a),
+            "frauds": int(labels[a:b].sum()),
+            "label_values": _label_values(raw.iloc[a:b], label),
+        }
+        for a, b in bounds
+    ]
+    return frame, stats
+
+
+def _check_label_values(
+    files: list[Path], label_values: list[list[str]], schema: Any
+) -> list[str]:
+    """The label values over the partitions, in order of appearance; the
+    partition that brings a third one is named."""
+    name = schema.label.column
+    seen: list[str] = []
+    for file, values in zip(files, label_values, strict=True):
+        new = [v for v in values if v not in seen]
+        if len(seen) + len(new) > 2:
+            raise DataValidationError(
+                f"{file}: column {name}: value(s) {', '.join(map(repr, new))} that "
+                f"no earlier partition has; with {', '.join(map(repr, seen))} that "
+                f"makes {len(seen) + len(new)} label values, a label has two "
+                f"(positive value {schema.label.positive!r})"
+            )
+        seen += new
+    return seen
 
 
 def check_partition_labels(
@@ -157,18 +212,8 @@ def check_partition_labels(
     """
     from pipeline.schema import canonical_label
 
+    seen = _check_label_values(files, label_values, schema)
     name = schema.label.column
-    seen: list[str] = []
-    for file, values in zip(files, label_values, strict=True):
-        new = [v for v in values if v not in seen]
-        if len(seen) + len(new) > 2:
-            raise DataValidationError(
-                f"{file}: column {name}: value(s) {', '.join(map(repr, new))} that "
-                f"no earlier partition has; with {', '.join(map(repr, seen))} that "
-                f"makes {len(seen) + len(new)} label values, a label has two "
-                f"(positive value {schema.label.positive!r})"
-            )
-        seen += new
     rows = sum(p["rows"] for p in partitions)
     frauds = sum(p["frauds"] for p in partitions)
     if frauds == 0 or frauds == rows:

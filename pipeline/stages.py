@@ -126,22 +126,14 @@ def _cache_ingest(cache_dir: Path, name: str, summary: dict[str, Any]) -> None:
     )
 
 
-def _ingest_file(
-    path: Path,
-    cache_dir: Path,
-    schema: TableSchema,
-    sha256: str | None = None,
-    partition: bool = False,
-) -> dict[str, Any]:
-    # A partition is checked differently (one class is enough): cached apart.
-    kind = "-partition" if partition else ""
-    sha256 = sha256 or (file_sha256(path) if path.is_file() else None)
+def _ingest_file(path: Path, cache_dir: Path, schema: TableSchema) -> dict[str, Any]:
+    sha256 = file_sha256(path) if path.is_file() else None
     if sha256 is not None:
-        cached = _cached_ingest(cache_dir, _ingest_name(sha256, schema) + kind)
+        cached = _cached_ingest(cache_dir, _ingest_name(sha256, schema))
         if cached is not None:
             return {**cached, "path": str(path), "demo": is_demo_data(path, sha256)}
-    frame, summary = read_transactions(path, schema, partition=partition)
-    name = _ingest_name(summary.sha256, schema) + kind
+    frame, summary = read_transactions(path, schema)
+    name = _ingest_name(summary.sha256, schema)
     save_parquet(cache_dir / f"{name}.parquet", frame)
     _cache_ingest(cache_dir, name, summary.to_dict())
     return {
@@ -154,10 +146,14 @@ def _ingest_file(
 def _ingest_partitions(
     source: str | Path, cache_dir: Path, schema: TableSchema
 ) -> dict[str, Any]:
+    """A folder or glob of partitions (:mod:`pipeline.partitions`), cached as one
+    table by the partitions' hashes. When the table cached for this source last
+    time holds the first of today's partitions unchanged (a new day arrived),
+    only the new partitions are read and validated."""
     from pipeline.partitions import (
         check_partition_labels,
-        combine_partitions,
         list_partitions,
+        read_partitions,
         source_sha256,
     )
 
@@ -166,42 +162,74 @@ def _ingest_partitions(
         {"path": f.relative_to(root).as_posix(), "sha256": file_sha256(f)}
         for f in files
     ]
-    name = _ingest_name(source_sha256(partitions), schema)
+    sha256 = source_sha256(partitions)
+    name = _ingest_name(sha256, schema)
     cached = _cached_ingest(cache_dir, name)
     if cached is not None:
         return {**cached, "path": str(source)}
-    parquets, read, labels = [], 0, []
-    for file, partition in zip(files, partitions, strict=True):
-        part = _ingest_file(
-            file, cache_dir, schema, sha256=partition["sha256"], partition=True
-        )
-        partition.update(rows=part["rows"], frauds=part["frauds"], demo=part["demo"])
-        parquets.append(Path(part["frame_path"]))
-        labels.append(part["label_values"])
-        read += not part["cached"]
+    # The last table cached for this source (its path and schema).
+    last_key = hashlib.sha256(
+        f"{Path(source).absolute()}\n{schema.fingerprint()}".encode()
+    ).hexdigest()[:24]
+    last_path = cache_dir / f"source-{last_key}.json"
+    known: list[dict[str, Any]] = []
+    frames = []
+    try:
+        last = load_json(last_path)
+        earlier = _cached_ingest(cache_dir, last["name"])
+    except (ArtifactError, KeyError):
+        earlier = None
+    if earlier is not None:
+        before = earlier["partitions"]
+        same = [(p["path"], p["sha256"]) for p in before] == [
+            (p["path"], p["sha256"]) for p in partitions[: len(before)]
+        ]
+        if same and len(before) < len(partitions):
+            known = [
+                {**p, "label_values": v}
+                for p, v in zip(before, last["labels"], strict=True)
+            ]
+            frames.append(load_parquet(earlier["frame_path"]))
+    new_files = files[len(known) :]
+    frame, stats = read_partitions(new_files, schema, str(source))
+    frames.append(frame)
+    for partition, found in zip(partitions, known + stats, strict=True):
+        partition.update(found)
+    labels = [p.pop("label_values") for p in partitions]
     check_partition_labels(source, files, labels, partitions, schema)
-    parquet = cache_dir / f"{name}.parquet"
-    combine_partitions(parquets, [str(f) for f in files], parquet)
-    frame = load_parquet(parquet)
+    if len(frames) > 1:
+        for column in schema.id_columns:  # a number in one file, text in another
+            if len({str(f[column].dtype) for f in frames if column in f}) > 1:
+                for f in frames:
+                    f[column] = f[column].astype(str)
+        frame = pd.concat(frames, ignore_index=True)
+    else:
+        frame = frames[0]
+    demo = all(
+        is_demo_data(f, p["sha256"]) for f, p in zip(files, partitions, strict=True)
+    )
     summary = {
         "path": str(source),
-        "sha256": source_sha256(partitions),
+        "sha256": sha256,
         "rows": len(frame),
         "frauds": int(sum(p["frauds"] for p in partitions)),
         "duplicate_rows": int(
             pd.util.hash_pandas_object(frame, index=False).duplicated().sum()
         ),
-        "demo": all([p.pop("demo") for p in partitions]),  # every one popped
+        "demo": demo,
         "partitions": partitions,
     }
-    del frame
+    parquet = cache_dir / f"{name}.parquet"
+    save_parquet(parquet, frame)
+    del frame, frames
     _cache_ingest(cache_dir, name, summary)
+    save_json(last_path, {"name": name, "labels": labels})
     logger.info(
-        "read %s: %d partitions (%d parsed, %d cached), %d rows, %d frauds",
+        "read %s: %d partitions (%d read, %d from the last read), %d rows, %d frauds",
         source,
         len(partitions),
-        read,
-        len(partitions) - read,
+        len(new_files),
+        len(known),
         summary["rows"],
         summary["frauds"],
     )
