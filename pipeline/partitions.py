@@ -17,12 +17,12 @@ import itertools
 import json
 import logging
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import DataValidationError
+
+if TYPE_CHECKING:  # numpy and pandas load only when partitions are read
+    import pandas as pd
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +92,7 @@ def _read_raw_partitions(
     one's columns checked against the schema, and each one's number of rows.
     Parquet partitions are read through one ``pyarrow.dataset``; partitions of
     other formats or column types are read one by one and put together."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -125,6 +126,8 @@ def _read_raw_partitions(
 
 
 def _label_values(raw: pd.DataFrame, label: str) -> list[str]:
+    import pandas as pd
+
     from pipeline.schema import canonical_label
 
     values = raw[[c for c in raw.columns if str(c).strip() == label][0]]
@@ -148,6 +151,8 @@ def read_partitions(
         Per partition: ``rows``, ``frauds`` and ``label_values`` (its label's
         distinct values, for :func:`check_partition_labels`).
     """
+    import numpy as np
+
     from pipeline.ingest import read_transactions, validate_frame
 
     raw, sizes = _read_raw_partitions(files, schema)

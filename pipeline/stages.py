@@ -529,11 +529,17 @@ def stage_fidelity(
     if len(keep) < train_frauds.shape[1]:
         result["left_out"] = [transformer.schema.time]
     categorical = [keep.index(j) for j in transformer.categorical_features]
+
+    def kept(rows: np.ndarray) -> np.ndarray:
+        # All columns: the array itself (a copy would change the float sums'
+        # order in the last bit).
+        return rows if len(keep) == rows.shape[1] else rows[:, keep]
+
     for name, rows in synthetic.items():
         result[name] = compute_fidelity(
-            rows[:, keep],
-            test_frauds[:, keep],
-            train_frauds[:, keep],
+            kept(rows),
+            kept(test_frauds),
+            kept(train_frauds),
             random_state=sampler_seed,
             categorical=categorical,
             names=[transformer.feature_names[j] for j in keep],
@@ -811,12 +817,19 @@ def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
         0,
     )
     transformer = data["transformer"]
+    # A time column that is a feature as it is (seconds, like the Kaggle file's)
+    # differs between any two periods by construction: left out (a timestamp's
+    # hour and weekday are not).
+    time_column = transformer.schema.time
+    keep = [j for j, n in enumerate(transformer.feature_names) if n != time_column]
     drift = feature_drift(
-        data["train"]["X"],
-        data["test"]["X"],
-        transformer.feature_names,
-        transformer.categorical_features,
+        data["train"]["X"][:, keep],
+        data["test"]["X"][:, keep],
+        [transformer.feature_names[j] for j in keep],
+        [keep.index(j) for j in transformer.categorical_features if j in keep],
     )
+    if len(keep) < len(transformer.feature_names):
+        drift["left_out"] = [time_column]
     if drift["flagged"]:
         logger.warning(
             "drift: %s moved beyond PSI %.2f between the training and the test rows",

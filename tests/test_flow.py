@@ -244,6 +244,42 @@ def test_gan_facts_and_fidelity_are_reported(finished_run):
     assert not (run_dir / ".lock").exists()
 
 
+def test_precision_top_k_and_drift_on_the_kaggle_sample(finished_run, sample_path):
+    result, reports = finished_run
+    run_dir = reports / result["run_id"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    frame, _ = read_transactions(sample_path)
+    predictions = pd.read_parquet(run_dir / "predictions.parquet")
+    # Precision top-k by hand: Time counts seconds, so two days; each day's
+    # budget is the test rows' share of that day's rows of 100 alerts.
+    day = (frame["Time"] // 86_400).astype(int).to_numpy()
+    labels = frame["Class"].to_numpy()
+    per_day = np.bincount(day)
+    for record in metrics["results"]:
+        test = predictions[
+            (predictions["method"] == record["method"])
+            & (predictions["split"] == record["split"])
+            & (predictions["subset"] == "test")
+        ]
+        daily = []
+        for d, group in test.assign(day=day[test["row"].to_numpy()]).groupby("day"):
+            k = max(1, round(100 * len(group) / per_day[d]))
+            top = group.sort_values("score", ascending=False, kind="stable").head(k)
+            daily.append(labels[top["row"].to_numpy()].mean())
+        assert record["precision_top_k"] == pytest.approx(np.mean(daily))
+        assert record["n_days"] == 2
+    assert metrics["precision_top_k"]["entity"] is None  # Kaggle names no card
+    assert "card_precision_top_k" not in metrics["results"][0]
+    # Drift: every feature but the raw time column (seconds differ between any
+    # two periods by construction); a random split moves nothing far.
+    drift = metrics["drift"]
+    assert drift["left_out"] == ["Time"]
+    assert {f["feature"] for f in drift["features"]} == {
+        f"V{i}" for i in range(1, 29)
+    } | {"Amount"}
+    assert drift["flagged"] == [] and drift["features"][0]["psi"] < 0.1
+
+
 def test_generate_writes_kaggle_rows_from_the_run(finished_run, tmp_path):
     from pipeline.cli import main
 

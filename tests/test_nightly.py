@@ -65,6 +65,20 @@ def test_replay_runs_the_deployment_after_each_new_day(
     assert second["champion"]["run_id"] == runs[0].name
     assert second["window"] == metrics[1]["folds"][0]["test"]
     assert 0 <= second["now"]["auprc"] <= 1
+    # ... and recorded it on its MLflow run.
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    (tracked,) = client.search_runs(
+        [client.get_experiment_by_name("fraud-augmentation").experiment_id],
+        filter_string=f"tags.`fraudaug.run_id` = '{runs[1].name}'",
+    )
+    assert tracked.data.metrics["champion.auprc"] == pytest.approx(
+        second["now"]["auprc"]
+    )
+    assert (
+        tracked.data.tags["fraudaug.monitoring.alert"] == str(second["alert"]).lower()
+    )
     # The run index draws the champion's line over the runs.
     index = (root / "reports" / "index.html").read_text()
     assert 'data-series="champion"' in index
