@@ -23,11 +23,12 @@ export PREFECT_HOME ?= $(CURDIR)/.prefect
 
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install browser run server serve mlflow-ui bench test lint format clean
+.PHONY: help install browser run server serve mlflow-ui bench test test-fast lint format clean
 
 help:
 	@echo "make run    set up .venv, obtain the real data, run the pipeline (PROFILE=$(PROFILE))"
 	@echo "make test   set up .venv, run the whole test suite"
+	@echo "make test-fast  everything but the tests marked slow (everyday work)"
 	@echo "make server start a local Prefect server on 127.0.0.1:$(PREFECT_PORT)"
 	@echo "make serve  serve the nightly and on-demand deployments (PROFILE=$(PROFILE))"
 	@echo "make mlflow-ui  the MLflow UI of ./mlflow.db on 127.0.0.1:$(MLFLOW_PORT)"
@@ -84,6 +85,10 @@ browser:
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# Everyday work: everything but the end-to-end runs, servers and benchmarks (CI runs `test`).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline flows tests benchmarks

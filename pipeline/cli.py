@@ -315,7 +315,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
     # Runs started by these deployments write only inside this folder.
-    os.environ.setdefault("FRAUDAUG_OUTPUT_ROOT", str(Path.cwd()))
+    from pipeline.runs import OUTPUT_ROOT_ENV
+
+    os.environ.setdefault(OUTPUT_ROOT_ENV, str(Path.cwd()))
     from flows.deploy import serve_deployments
 
     serve_deployments(

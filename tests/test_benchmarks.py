@@ -34,6 +34,7 @@ def test_gpu_check_refuses_a_machine_without_a_gpu(sample_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_gpu_check_runs_and_compares_with_the_cpu_baseline(sample_path, tmp_path):
     """One variant end to end (each variant is the same subprocess with other
     flags; training under every precision and XLA setting is test_gan_training's)."""
@@ -99,6 +100,7 @@ def test_gpu_check_measures_every_variant_by_default(
     assert flags == measured
 
 
+@pytest.mark.slow
 def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
     sample_path, tmp_path, monkeypatch
 ):

@@ -174,6 +174,7 @@ EVERY_OPTION = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "options",
     [{}, EVERY_OPTION, {"encoding": "mode_specific", "filter": "critic"}],
@@ -271,6 +272,7 @@ def test_sigkill_mid_training_then_rerun_resumes(tmp_path, model_space):
     assert 0 < resumed_from < 400
 
 
+@pytest.mark.slow
 def test_bfloat16_and_xla_options_train_on_cpu():
     """In a fresh process (op determinism, which other tests turn on, makes Keras
     drop XLA): bfloat16 layers, XLA really on, finite rows."""

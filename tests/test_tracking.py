@@ -113,6 +113,7 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
     assert version.tags["fraudaug.method"] == registry["challenger"]["method"]
 
 
+@pytest.mark.slow
 def test_the_flow_refuses_an_unreachable_tracking_server_before_any_work(
     harness, sample_path, tmp_path
 ):
