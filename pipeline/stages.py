@@ -56,7 +56,6 @@ from pipeline.preprocess import (
 from pipeline.runs import (
     METRICS_FILE,
     newest_run,
-    release_lock,
     split_dir,
     update_latest,
     write_index,
@@ -1091,5 +1090,4 @@ def stage_report(
         )
     write_index(reports_dir)
     update_latest(reports_dir, run_id)
-    release_lock(run_dir)
     return {"run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}

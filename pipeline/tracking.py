@@ -40,7 +40,6 @@ URI_ENV = "MLFLOW_TRACKING_URI"
 DEFAULT_DB = "mlflow.db"
 DEFAULT_ARTIFACTS = "mlartifacts"
 HEADLINE_METRICS = ("auprc", "roc_auc", "recall_at_precision_90", "net_savings")
-FIDELITY_METRICS = ("c2st_auc", "ks_mean", "tvd_mean", "corr_diff", "near_copy_share")
 CURVES = ("critic_loss", "generator_loss", "gradient_penalty", "wasserstein")
 _BATCH = 100  # MLflow's limit of params per log_batch call (1,000 for metrics)
 
@@ -241,6 +240,9 @@ def _metric_rows(
                 rows.append(
                     (f"{record['method']}.{name}", record[name], record["split"])
                 )
+    # The fidelity module's own list (imported here: it loads numpy).
+    from pipeline.fidelity import FIDELITY_METRICS
+
     fidelity = metrics.get("fidelity") or {}
     for source, figures in fidelity.items():
         if not isinstance(figures, dict) or "per_split" not in figures:
