@@ -196,6 +196,19 @@ def _check_cluster(address: str, *, read: list[str], write: list[str]) -> None:
         check_workers(client, read=read, write=write)
 
 
+def _overrides(args: argparse.Namespace) -> dict:
+    """``--set`` values and ``--split-mode``; a folder of partitions is a nightly
+    source, judged out of time (rolling) unless ``--split-mode`` says otherwise."""
+    from pipeline.config import parse_overrides
+    from pipeline.partitions import is_partitioned
+
+    overrides = parse_overrides(args.set)
+    split_mode = args.split_mode or ("rolling" if is_partitioned(args.data) else None)
+    if split_mode:
+        overrides.setdefault("split", {})["mode"] = split_mode
+    return overrides
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     _check_dask_args(args)
     from pipeline.partitions import check_source, is_partitioned
@@ -207,14 +220,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_source(args.data)
     data = args.data if is_partitioned(args.data) else data
     check_writable(args.reports, "reports")
-    from pipeline.config import load_config, parse_overrides
+    from pipeline.config import load_config
 
-    overrides = parse_overrides(args.set)
-    # A folder of partitions is a nightly source: judged out of time by default.
-    split_mode = args.split_mode or ("rolling" if is_partitioned(args.data) else None)
-    if split_mode:
-        overrides.setdefault("split", {})["mode"] = split_mode
-    overrides = overrides or None
+    overrides = _overrides(args) or None
     # A bad profile, override, schema or output folder fails here, before Prefect
     # starts.
     config = load_config(args.profile, seed=args.seed, overrides=overrides)
@@ -297,13 +305,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
         raise DataValidationError(f"{data}: no such file")
     check_writable(args.reports, "reports")
-    from pipeline.config import load_config, parse_overrides
-    from pipeline.partitions import is_partitioned
+    from pipeline.config import load_config
 
-    overrides = parse_overrides(args.set)
-    split_mode = args.split_mode or ("rolling" if is_partitioned(args.data) else None)
-    if split_mode:
-        overrides.setdefault("split", {})["mode"] = split_mode
+    overrides = _overrides(args)
     config = load_config(args.profile, overrides=overrides or None)  # fails here
     load_schema(args.schema).check_config(config)  # so does a bad schema file
     from pipeline.tracking import URI_ENV, check_tracking_uri, resolve_tracking_uri

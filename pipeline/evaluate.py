@@ -26,10 +26,6 @@ METRICS = (
 """Summarised per method over splits (those a run has: the cost view needs an
 amount column, precision top-k a time column, card precision an entity)."""
 
-PRIMARY_METRICS = ("auprc", "precision_top_k")
-"""What ``evaluation.primary_metric`` may name: it drives the verdicts, the amount
-choice and the champion rule."""
-
 METRIC_LABELS = {
     "auprc": "AUPRC",
     "precision_top_k": "precision top-k",
@@ -619,6 +615,27 @@ def precision_top_k(
         out[f"{name}_daily"] = [round(v, 6) for v in values]
         out[f"{name}_ci95"] = ci
     return out
+
+
+def precision_top_k_of_rows(
+    y_true: np.ndarray,
+    scores: np.ndarray,
+    rows: np.ndarray,
+    all_days: np.ndarray,
+    alerts_per_day: int,
+    entity: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """:func:`precision_top_k` of ``scores`` on ``rows`` of a table whose every
+    row's day is ``all_days`` (:func:`day_numbers`), each day's budget the rows'
+    share of ``alerts_per_day`` (:func:`daily_alert_budget`)."""
+    days = np.asarray(all_days)[np.asarray(rows)]
+    return precision_top_k(
+        y_true,
+        scores,
+        days,
+        budget=daily_alert_budget(days, all_days, alerts_per_day),
+        entity=entity,
+    )
 
 
 def summarise_top_k(

@@ -671,6 +671,13 @@ def _locate_csv_error(
     return DataValidationError(f"{path}: cannot parse as CSV: {text}")
 
 
+def label_values(raw: pd.DataFrame, label: str) -> list[str]:
+    """The distinct values of a raw (not yet validated) frame's label column, in
+    their comparable form, sorted."""
+    column = raw[[c for c in raw.columns if str(c).strip() == label][0]]
+    return sorted({canonical_label(v) for v in pd.unique(column)})
+
+
 def read_transactions(
     path: str | Path, schema: TableSchema = KAGGLE, *, partition: bool = False
 ) -> tuple[pd.DataFrame, DataSummary]:
@@ -701,12 +708,7 @@ def read_transactions(
     kind = check_input_table(path)
     raw = _read_raw(path, kind, schema)
     frame = validate_frame(raw, path, kind, schema=schema, one_class=partition)
-    label_values = None
-    if partition:
-        label = raw[[c for c in raw.columns if str(c).strip() == schema.label.column]]
-        label_values = tuple(
-            sorted({canonical_label(v) for v in pd.unique(label.iloc[:, 0])})
-        )
+    values = tuple(label_values(raw, schema.label.column)) if partition else None
     sha256 = file_sha256(path)
     # A partition's copies are counted over the whole source, not here.
     duplicates = (
@@ -721,7 +723,7 @@ def read_transactions(
         frauds=int(frame[schema.label.column].sum()),
         duplicate_rows=duplicates,
         demo=is_demo_data(path, sha256),
-        label_values=label_values,
+        label_values=values,
     )
     logger.info(
         "read %s: %d rows, %d frauds, %d duplicate rows",

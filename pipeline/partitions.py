@@ -103,7 +103,8 @@ def _read_raw_partitions(
     if set(kinds) == {"parquet"}:
         try:
             dataset = ds.dataset([str(f) for f in files], format="parquet")
-            found = [f.physical_schema for f in dataset.get_fragments()]
+            fragments = list(dataset.get_fragments())
+            found = [f.physical_schema for f in fragments]
         except (pa.ArrowInvalid, OSError):
             found = None  # read one by one below: the error names the file
         if found is not None:
@@ -113,7 +114,7 @@ def _read_raw_partitions(
             if all(each.equals(found[0]) for each in found):
                 # One scan, in the files' order; each file's rows from its footer.
                 frame = dataset.to_table().to_pandas()
-                sizes = [f.metadata.num_rows for f in dataset.get_fragments()]
+                sizes = [f.metadata.num_rows for f in fragments]
                 return frame, sizes
     frames = []
     for file, kind in zip(files, kinds, strict=True):
@@ -123,15 +124,6 @@ def _read_raw_partitions(
     return (
         pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     ), sizes
-
-
-def _label_values(raw: pd.DataFrame, label: str) -> list[str]:
-    import pandas as pd
-
-    from pipeline.schema import canonical_label
-
-    values = raw[[c for c in raw.columns if str(c).strip() == label][0]]
-    return sorted({canonical_label(v) for v in pd.unique(values)})
 
 
 def read_partitions(
@@ -153,7 +145,7 @@ def read_partitions(
     """
     import numpy as np
 
-    from pipeline.ingest import read_transactions, validate_frame
+    from pipeline.ingest import label_values, read_transactions, validate_frame
 
     raw, sizes = _read_raw_partitions(files, schema)
     label = schema.label.column
@@ -164,7 +156,7 @@ def read_partitions(
         for file in files:  # the error again, naming the partition and its row
             read_transactions(file, schema, partition=True)
         _check_label_values(
-            files, [_label_values(raw.iloc[a:b], label) for a, b in bounds], schema
+            files, [label_values(raw.iloc[a:b], label) for a, b in bounds], schema
         )
         raise
     labels = frame[label].to_numpy()
@@ -172,7 +164,7 @@ def read_partitions(
         {
             "rows": int(b - a),
             "frauds": int(labels[a:b].sum()),
-            "label_values": _label_values(raw.iloc[a:b], label),
+            "label_values": label_values(raw.iloc[a:b], label),
         }
         for a, b in bounds
     ]

@@ -298,21 +298,26 @@ def paired_top_k(
     y: np.ndarray,
     challenger: np.ndarray,
     champion: np.ndarray,
-    days: np.ndarray,
-    budget: dict[int, int],
+    rows: np.ndarray,
+    all_days: np.ndarray,
+    alerts_per_day: int,
     *,
     n_resamples: int,
     random_state: int,
 ) -> dict[str, Any]:
-    """Precision top-k per day of both on the same rows, and a paired bootstrap
-    95 % interval of the mean daily difference (challenger - champion), days
-    drawn with replacement."""
+    """Precision top-k per day of both on the same ``rows`` (of a table whose
+    rows' days are ``all_days``), and a paired bootstrap 95 % interval of the
+    mean daily difference (challenger - champion), days drawn with replacement."""
     import numpy as np
 
-    from pipeline.evaluate import precision_top_k
+    from pipeline.evaluate import precision_top_k_of_rows
 
     a, b = (
-        np.asarray(precision_top_k(y, s, days, budget=budget)["precision_top_k_daily"])
+        np.asarray(
+            precision_top_k_of_rows(y, s, rows, all_days, alerts_per_day)[
+                "precision_top_k_daily"
+            ]
+        )
         for s in (challenger, champion)
     )
     diffs = a - b
@@ -332,6 +337,21 @@ def paired_top_k(
         "ci95": ci,
         "n_days": int(len(diffs)),
     }
+
+
+def _never_fitted(
+    champion: dict[str, Any], rows: np.ndarray, data_sha256: str
+) -> np.ndarray:
+    """Which of ``rows`` the champion was never fitted, early-stopped or
+    thresholded on: all of them when it was trained on another file."""
+    import numpy as np
+
+    from pipeline.artifacts import load_json
+
+    if champion["data_sha256"] != data_sha256:
+        return np.ones(len(rows), dtype=bool)
+    seen = load_json(Path(champion["path"]) / EXTRA / "fit_rows.json")["rows"]
+    return ~np.isin(rows, seen)
 
 
 def decide(
@@ -358,8 +378,7 @@ def decide(
     top-k (``alerts_per_day``) with a paired bootstrap of the days."""
     import numpy as np
 
-    from pipeline.artifacts import load_json
-    from pipeline.evaluate import compute_metrics
+    from pipeline.evaluate import METRIC_LABELS, compute_metrics
 
     decision: dict[str, Any] = {"margin": margin}
     if champion is None:
@@ -380,11 +399,10 @@ def decide(
         )
         return decision
     rows, scores = np.asarray(test_rows), np.asarray(test_scores)
-    if champion["data_sha256"] == data_sha256:
-        # Only rows the champion never fitted, early-stopped or thresholded on.
-        seen = load_json(Path(champion["path"]) / EXTRA / "fit_rows.json")["rows"]
-        keep = ~np.isin(rows, seen)
+    keep = _never_fitted(champion, rows, data_sha256)
+    if not keep.all():
         rows, scores = rows[keep], scores[keep]
+    if champion["data_sha256"] == data_sha256:
         decision["held_out"] = (
             "test rows of the challenger's split the champion never saw"
         )
@@ -418,16 +436,15 @@ def decide(
     }
     where = f"{comparison['n_rows']:,} shared held-out rows"
     if metric == "precision_top_k":
-        from pipeline.evaluate import daily_alert_budget, day_numbers
+        from pipeline.evaluate import day_numbers
 
-        all_days = day_numbers(frame[schema.time])
-        days = all_days[rows]
         primary = paired_top_k(
             y,
             scores,
             champion_scores,
-            days,
-            daily_alert_budget(days, all_days, alerts_per_day),
+            rows,
+            day_numbers(frame[schema.time]),
+            alerts_per_day,
             n_resamples=n_resamples,
             random_state=random_state,
         )
@@ -436,7 +453,7 @@ def decide(
     ci = primary["ci95"]
     wins = primary["diff"] >= margin and ci is not None and ci[0] > 0
     decision["promoted"] = bool(wins)
-    label = "AUPRC" if metric == "auprc" else "precision top-k"
+    label = METRIC_LABELS[metric]
     verdict = (
         f"challenger {method} {primary['challenger']:.4f} vs champion "
         f"{champion['method']} (version {champion['version']}) "
@@ -688,20 +705,16 @@ def monitor_champion(
     import numpy as np
     from sklearn.metrics import average_precision_score
 
-    from pipeline.artifacts import load_json
-    from pipeline.evaluate import (
-        METRIC_LABELS,
-        daily_alert_budget,
-        day_numbers,
-        precision_top_k,
-    )
+    from pipeline.evaluate import METRIC_LABELS, day_numbers, precision_top_k_of_rows
 
+    rows = np.asarray(rows)
     with tempfile.TemporaryDirectory(prefix="fraudaug-monitor-") as tmp:
         champion = fetch_version(tracking_uri, dst=tmp)
         if champion is None:
             return {"status": "none", "line": "no champion yet: nothing to monitor"}
         model, transformer = load_detector(champion["path"])
-        seen = load_json(Path(champion["path"]) / EXTRA / "fit_rows.json")["rows"]
+        # Never judged on rows it was fitted on.
+        rows = rows[_never_fitted(champion, rows, data_sha256)]
     info = {k: champion[k] for k in ("version", "method", "run_id")}
     name = f"champion (version {info['version']}, {info['method']})"
     out: dict[str, Any] = {"champion": info, "metric": metric, "window": window}
@@ -712,9 +725,6 @@ def monitor_champion(
             "line": f"the {name} reads the {transformer.schema.name} schema, not "
             f"{schema.name}: not scored",
         }
-    rows = np.asarray(rows)
-    if champion["data_sha256"] == data_sha256:
-        rows = rows[~np.isin(rows, seen)]  # never judge it on rows it was fitted on
     y = frame[schema.label.column].to_numpy()[rows]
     if y.sum() == 0 or y.sum() == len(y):
         return {
@@ -726,13 +736,8 @@ def monitor_champion(
     scores = model.predict_proba(transformer.transform(frame.iloc[rows]))[:, 1]
     now = {"auprc": float(average_precision_score(y, scores))}
     if schema.time is not None:
-        all_days = day_numbers(frame[schema.time])
-        days = all_days[rows]
-        now["precision_top_k"] = precision_top_k(
-            y,
-            scores,
-            days,
-            budget=daily_alert_budget(days, all_days, alerts_per_day),
+        now["precision_top_k"] = precision_top_k_of_rows(
+            y, scores, rows, day_numbers(frame[schema.time]), alerts_per_day
         )["precision_top_k"]
     registered = {k: (champion.get("metrics") or {}).get(k) for k in now}
     before = registered.get(metric)

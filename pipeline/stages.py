@@ -84,8 +84,8 @@ def stage_ingest(
     input's sha256 and the schema.
 
     The input is one file, or a folder (or glob) of partition files
-    (:mod:`pipeline.partitions`): each partition is validated and cached on its
-    own and the result lists them (``partitions``: path, sha256, rows, frauds).
+    (:mod:`pipeline.partitions`), read and validated as one table; the result
+    lists them (``partitions``: path, sha256, rows, frauds).
     Input whose bytes, schema and the ingest code were seen before is not parsed
     or validated again: its cached Parquet (hash-checked) and summary are reused.
     Nothing is written when validation fails.
@@ -297,13 +297,13 @@ def load_split_data(
     transformer_path: str | Path,
     split: int,
 ) -> dict[str, Any]:
-    """``{subset: {"X", "y", "rows", "amount", "days", "entity"}}`` of one split,
-    features in model space (``amount``: ``None`` when the schema names no amount
-    column; ``days``: the rows' calendar days, ``None`` without a time column;
+    """``{subset: {"X", "y", "rows", "amount", "entity"}}`` of one split, features
+    in model space (``amount``: ``None`` when the schema names no amount column;
     ``entity``: the card or customer, ``None`` when the schema names none);
-    ``"all_days"``: the day of every row of the table (precision top-k's alert
-    budget); and ``"transformer"``: the split's fitted transformer (its ``schema``
-    is the table's)."""
+    ``"all_days"``: the calendar day of every row of the table (precision
+    top-k's days and alert budget; ``None`` without a time column); and
+    ``"transformer"``: the split's fitted transformer (its ``schema`` is the
+    table's)."""
     from pipeline.evaluate import day_numbers
 
     transformer = TabularTransformer.from_dict(load_json(transformer_path))
@@ -325,7 +325,6 @@ def load_split_data(
             "amount": None
             if schema.amount is None
             else part[schema.amount].to_numpy(dtype=np.float64),
-            "days": None if all_days is None else all_days[rows],
             "entity": None if schema.entity is None else part[schema.entity].to_numpy(),
         }
     return data
@@ -337,15 +336,27 @@ def top_k_metrics(
     """Precision top-k per day (and card precision top-k with an entity) of
     ``scores`` on a split's ``subset`` (:func:`load_split_data`); ``None`` without a
     time column."""
-    from pipeline.evaluate import daily_alert_budget, precision_top_k
+    from pipeline.evaluate import precision_top_k_of_rows
 
-    part = data[subset]
-    if part["days"] is None:
+    if data["all_days"] is None:
         return None
-    budget = daily_alert_budget(part["days"], data["all_days"], alerts_per_day)
-    return precision_top_k(
-        part["y"], scores, part["days"], budget=budget, entity=part["entity"]
+    part = data[subset]
+    return precision_top_k_of_rows(
+        part["y"],
+        scores,
+        part["rows"],
+        data["all_days"],
+        alerts_per_day,
+        entity=part["entity"],
     )
+
+
+def _features_but_raw_time(transformer: TabularTransformer) -> list[int]:
+    """The model-space columns but a time column that is a feature as it is
+    (seconds, like the Kaggle file's): it tells any two periods apart by itself
+    (a timestamp's derived hour and weekday are kept)."""
+    time_column = transformer.schema.time
+    return [j for j, n in enumerate(transformer.feature_names) if n != time_column]
 
 
 # ---------------------------------------------------------------------------- GAN
@@ -516,15 +527,10 @@ def stage_fidelity(
     # The floor: real training frauds judged the same way (DCR is 0 for them by
     # construction, so only the distribution metrics are meaningful).
     synthetic["real_train"] = train_frauds
-    # Out of time, a time column that is a feature as it is (seconds, like the
-    # Kaggle file's) tells the periods apart by itself: it is left out of the
-    # comparison (a timestamp's hour and weekday are not).
+    # Out of time, the raw time column is left out of the comparison.
     keep = list(range(train_frauds.shape[1]))
     if reference == "validation":
-        keep = [
-            j for j, name in enumerate(transformer.feature_names)
-            if name != transformer.schema.time
-        ]  # fmt: skip
+        keep = _features_but_raw_time(transformer)
     if len(keep) < train_frauds.shape[1]:
         result["left_out"] = [transformer.schema.time]
     categorical = [keep.index(j) for j in transformer.categorical_features]
@@ -816,11 +822,7 @@ def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
         0,
     )
     transformer = data["transformer"]
-    # A time column that is a feature as it is (seconds, like the Kaggle file's)
-    # differs between any two periods by construction: left out (a timestamp's
-    # hour and weekday are not).
-    time_column = transformer.schema.time
-    keep = [j for j, n in enumerate(transformer.feature_names) if n != time_column]
+    keep = _features_but_raw_time(transformer)
     drift = feature_drift(
         data["train"]["X"][:, keep],
         data["test"]["X"][:, keep],
@@ -828,7 +830,7 @@ def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
         [keep.index(j) for j in transformer.categorical_features if j in keep],
     )
     if len(keep) < len(transformer.feature_names):
-        drift["left_out"] = [time_column]
+        drift["left_out"] = [transformer.schema.time]
     if drift["flagged"]:
         logger.warning(
             "drift: %s moved beyond PSI %.2f between the training and the test rows",
