@@ -48,19 +48,20 @@ BATCH = 512
 
 def _split0(data_path: str, cache: Path, gan: dict | None = None):
     from pipeline.config import load_config, run_seeds
-    from pipeline.stages import load_split_data, stage_ingest, stage_prepare
+    from pipeline.split_data import SplitInputs
+    from pipeline.stages import stage_ingest, stage_preprocess
 
     config = load_config("default", overrides={"gan": gan} if gan else None)
     ingested = stage_ingest(data_path, cache)
-    prepared = stage_prepare(
+    prepared = stage_preprocess(
         ingested["frame_path"], cache / "run", config, run_seeds(0, 3)["split"], cache
     )
-    data = load_split_data(
+    data = SplitInputs(
         ingested["frame_path"],
         prepared["splits_path"],
         prepared["transformer_paths"][0],
         0,
-    )
+    ).load()
     return config, ingested, data, prepared["transformer_paths"][0]
 
 

@@ -68,11 +68,11 @@ def parse_candidate(text: str) -> tuple[str, list[str]]:
 
 def _prepare(data_path: str, cache_dir: Path, n_splits: int) -> dict[str, Any]:
     from pipeline.config import load_config, run_seeds
-    from pipeline.stages import stage_ingest, stage_prepare
+    from pipeline.stages import stage_ingest, stage_preprocess
 
     config = load_config("default", overrides={"split": {"n_splits": n_splits}})
     ingested = stage_ingest(data_path, cache_dir)
-    prepared = stage_prepare(
+    prepared = stage_preprocess(
         ingested["frame_path"],
         cache_dir / "bench" / f"splits-{n_splits}",
         config,
@@ -96,17 +96,17 @@ def _init_worker(threads: int) -> None:
 
 
 def _split_data(paths: dict[str, Any], split: int) -> dict:
-    from pipeline.stages import load_split_data
+    from pipeline.split_data import SplitInputs
 
     key = (paths["prepared"]["splits_path"], split)
     if _WORKER.get("key") != key:
         _WORKER["key"] = key
-        _WORKER["data"] = load_split_data(
+        _WORKER["data"] = SplitInputs(
             paths["ingested"]["frame_path"],
             paths["prepared"]["splits_path"],
             paths["prepared"]["transformer_paths"][split],
             split,
-        )
+        ).load()
     return _WORKER["data"]
 
 
@@ -235,19 +235,14 @@ def _stats(values: list[float]) -> dict[str, float]:
 def paired(candidate: list[dict], default: list[dict], metric: str) -> dict:
     """Candidate minus default over the same (split, seed) runs: mean and 95 %
     t-interval (a gain when the interval excludes 0)."""
-    from scipy import stats
+    from pipeline.statistics import t_interval
 
     by_run = {(r["split"], r["seed"]): r[metric] for r in default}
     diffs = np.array(
         [r[metric] - by_run[(r["split"], r["seed"])] for r in candidate], dtype=float
     )
-    mean = float(diffs.mean())
-    if len(diffs) < 2:
-        return {"mean": mean, "ci95": None, "n": len(diffs)}
-    half = float(
-        stats.t.ppf(0.975, len(diffs) - 1) * diffs.std(ddof=1) / np.sqrt(len(diffs))
-    )
-    return {"mean": mean, "ci95": [mean - half, mean + half], "n": len(diffs)}
+    _, ci = t_interval(diffs)
+    return {"mean": float(diffs.mean()), "ci95": ci, "n": len(diffs)}
 
 
 def summarise(runs: dict[str, list[dict]]) -> dict[str, dict]:

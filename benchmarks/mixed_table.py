@@ -144,16 +144,11 @@ def _detector_auprc(config, X, y, Xv, yv, Xt, yt, seed, feature_types, categoric
 
 
 def _paired(a: list[float], b: list[float]) -> dict:
-    from scipy import stats
+    from pipeline.statistics import t_interval
 
-    d = np.asarray(a) - np.asarray(b)
-    if len(d) < 2:
-        return {"mean": float(d.mean()), "ci95": None}
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-    return {
-        "mean": float(d.mean()),
-        "ci95": [float(d.mean() - half), float(d.mean() + half)],
-    }
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    _, ci = t_interval(d)
+    return {"mean": float(d.mean()), "ci95": ci}
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -10,18 +10,19 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run as prefect_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from pipeline import partitions, runs, stages, tracking
+from pipeline import layout, partitions, runs, stages, tracking
 from pipeline.artifacts import git_commit
-from pipeline.config import PipelineConfig, load_config, run_seeds
+from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
 from pipeline.memory import limit_malloc_arenas
-from pipeline.schema import TableSchema, load_schema
+from pipeline.schema import load_schema
+from pipeline.split_data import SplitInputs
 
 FLOW_NAME = "fraud-augmentation"
 
@@ -58,131 +59,41 @@ def fetch_data(dest: str) -> dict:
     }
 
 
-@task(
+# The stages are the tasks: each pipeline.stages function, named for the UI.
+ingest = task(
     name="ingest",
     cache_policy=NO_CACHE,
     retries=2,
     retry_delay_seconds=5,
     retry_condition_fn=_retry_io_only,
+)(stages.stage_ingest)
+start_run = task(name="start-run", cache_policy=NO_CACHE)(runs.start_run)
+preprocess = task(name="preprocess", cache_policy=NO_CACHE)(stages.stage_preprocess)
+monitor_champion = task(name="monitor-champion", cache_policy=NO_CACHE)(
+    stages.stage_monitor
 )
-def ingest(data_path: str, cache_dir: str, schema: TableSchema) -> dict:
-    return stages.stage_ingest(data_path, cache_dir, schema)
-
-
-@task(name="prepare", cache_policy=NO_CACHE)
-def prepare(
-    frame_path: str,
-    run_dir: str,
-    config: PipelineConfig,
-    split_seeds: list[int],
-    cache_dir: str,
-    schema: TableSchema,
-) -> dict:
-    return stages.stage_prepare(
-        frame_path, run_dir, config, split_seeds, cache_dir, schema
-    )
-
-
-@task(name="monitor-champion", cache_policy=NO_CACHE)
-def monitor_champion(
-    tracking_uri: str,
-    frame_path: str,
-    splits_path: str,
-    data_sha256: str,
-    config: PipelineConfig,
-    schema: TableSchema,
-    folds: list | None,
-) -> dict:
-    return stages.stage_monitor(
-        tracking_uri, frame_path, splits_path, data_sha256, config, schema, folds
-    )
-
-
-@task(name="train-gan", cache_policy=NO_CACHE, task_run_name="train-gan-split-{split}")
-def train_gan(
-    frame_path: str,
-    splits_path: str,
-    transformer_path: str,
-    split: int,
-    config: PipelineConfig,
-    seed: int,
-    out_dir: str,
-    cache_dir: str,
-) -> dict:
-    return stages.stage_train_gan(
-        frame_path,
-        splits_path,
-        transformer_path,
-        split,
-        config,
-        seed,
-        out_dir,
-        cache_dir=cache_dir,
-    )
-
-
-@task(
+train_gan = task(
+    name="train-gan",
+    cache_policy=NO_CACHE,
+    task_run_name="train-gan-split-{inputs.split}",
+)(stages.stage_train_gan)
+fit_detector = task(
     name="fit-detector",
     cache_policy=NO_CACHE,
-    task_run_name="fit-{method}-split-{split}",
+    task_run_name="fit-{method}-split-{inputs.split}",
+)(stages.stage_fit_detector)
+fidelity = task(
+    name="fidelity",
+    cache_policy=NO_CACHE,
+    task_run_name="fidelity-split-{inputs.split}",
+)(stages.stage_fidelity)
+choose_fits = task(name="choose-amounts", cache_policy=NO_CACHE)(
+    stages.stage_choose_fits
 )
-def fit_detector(
-    frame_path: str,
-    splits_path: str,
-    transformer_path: str,
-    split: int,
-    method: str,
-    config: PipelineConfig,
-    sampler_seed: int,
-    detector_seed: int,
-    scores_path: str,
-    gan_dir: str | None,
-) -> dict:
-    return stages.stage_fit_detector(
-        frame_path,
-        splits_path,
-        transformer_path,
-        split,
-        method,
-        config,
-        sampler_seed=sampler_seed,
-        detector_seed=detector_seed,
-        scores_path=scores_path,
-        gan_dir=gan_dir,
-    )
-
-
-@task(name="start-run", cache_policy=NO_CACHE)
-def start_run(
-    reports_dir: str, data_sha256: str, config: PipelineConfig, schema: TableSchema
-) -> dict:
-    return runs.start_run(reports_dir, data_sha256, config, schema.fingerprint())
-
-
-@task(name="fidelity", cache_policy=NO_CACHE, task_run_name="fidelity-split-{split}")
-def fidelity(
-    frame_path: str,
-    splits_path: str,
-    transformer_path: str,
-    split: int,
-    config: PipelineConfig,
-    sampler_seed: int,
-    gan_dir: str | None,
-) -> dict:
-    return stages.stage_fidelity(
-        frame_path,
-        splits_path,
-        transformer_path,
-        split,
-        config,
-        sampler_seed=sampler_seed,
-        gan_dir=gan_dir,
-    )
-
-
-@task(name="report", cache_policy=NO_CACHE)
-def report(**kwargs) -> dict:
-    return stages.stage_report(**kwargs)
+drift = task(name="drift", cache_policy=NO_CACHE)(stages.stage_drift)
+build_metrics = task(name="metrics", cache_policy=NO_CACHE)(stages.stage_metrics)
+registry_decision = task(name="registry", cache_policy=NO_CACHE)(stages.stage_registry)
+report = task(name="report", cache_policy=NO_CACHE)(stages.stage_report)
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -268,7 +179,7 @@ def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
 )
 def fraud_augmentation(
     data_path: str = "data/raw/creditcard.csv",
-    profile: Literal["smoke", "default", "full"] = "default",
+    profile: Profile = "default",
     seed: int = 0,
     reports_dir: str = "reports",
     overrides: dict[str, Any] | None = None,
@@ -322,7 +233,7 @@ def fraud_augmentation(
     if changes is not None:
         data["changes"] = changes
         logger.info("source %s: %s", data["path"], changes["line"])
-    run = start_run(reports_dir, data["sha256"], config, table)
+    run = start_run(reports_dir, data["sha256"], config, table.fingerprint())
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
     if run["resumed"]:
         logger.info("resuming interrupted run %s (same data and config)", run_id)
@@ -355,7 +266,7 @@ def fraud_augmentation(
         )
         n_splits = config.split.n_splits
         seeds = run_seeds(config.seed, n_splits)
-        prepared = prepare(
+        prepared = preprocess(
             data["frame_path"],
             str(run_dir),
             config,
@@ -364,7 +275,7 @@ def fraud_augmentation(
             table,
         )
         if prepared.get("cached"):
-            cached.append("prepare")
+            cached.append("preprocess")
 
         monitoring = None
         if config.registry.enabled:
@@ -379,35 +290,34 @@ def fraud_augmentation(
                 prepared.get("folds"),
             )
         methods = config.evaluation.methods
-
-        def split_inputs(split: int) -> tuple:
-            """What every per-split task reads: the data, the splits, the split's
-            transformer and the split's number."""
-            return (
+        inputs = [
+            SplitInputs(
                 data["frame_path"],
                 prepared["splits_path"],
                 prepared["transformer_paths"][split],
                 split,
             )
+            for split in range(n_splits)
+        ]
 
         def submit_fit(split: int, method: str, gan_dir: str | None = None):
             return fit_detector.submit(
-                *split_inputs(split),
+                inputs[split],
                 method,
                 config,
-                seeds["sampler"][split],
-                seeds["detector"][split],
-                str(run_dir / stages.SCORES_DIR / f"{method}-split-{split}.parquet"),
-                gan_dir,
+                sampler_seed=seeds["sampler"][split],
+                detector_seed=seeds["detector"][split],
+                scores_path=str(layout.scores_path(run_dir, method, split)),
+                gan_dir=gan_dir,
             )
 
         # Detectors that need no GAN go to the task runner's two workers; meanwhile
         # the GANs train one split after another in the flow's own thread (a direct
         # task call), and each split's cwgan_gp detector is submitted as soon as its
-        # GAN is saved. Measured: training uses about one core (24 vs 30 steps/s on
-        # one and two threads), so it runs beside the detectors instead of after
-        # them (submitted to the runner it would queue behind all 24 fits). No
-        # worker thread ever sits blocked waiting for another task.
+        # GAN is saved. GAN training keeps about one core busy, so it runs beside
+        # the detectors instead of after them (submitted to the runner it would
+        # queue behind every fit), and no worker thread ever sits blocked waiting
+        # for another task.
         if "cwgan_gp" in methods:
             _configure_tensorflow(config)
         detector_futures = [
@@ -421,15 +331,15 @@ def fraud_augmentation(
         for split in range(n_splits):
             gan_dir = None
             if "cwgan_gp" in methods:
-                gan_dir = str(runs.split_dir(run_dir, split) / "gan")
+                gan_dir = str(layout.gan_dir(run_dir, split))
                 # Its time limit (gan.timeout_seconds) is enforced by the trainer
                 # between steps (see pipeline.gan.trainer), not by interrupting it.
                 gan = train_gan(
-                    *split_inputs(split),
+                    inputs[split],
                     config,
                     seeds["gan"][split],
                     gan_dir,
-                    config.data.cache_dir,
+                    cache_dir=config.data.cache_dir,
                 )
                 if gan.pop("cached", False):
                     cached.append(f"train-gan split {split}")
@@ -437,30 +347,57 @@ def fraud_augmentation(
                 detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
             fidelity_futures.append(
                 fidelity.submit(
-                    *split_inputs(split),
+                    inputs[split],
                     config,
-                    seeds["sampler"][split],
-                    gan_dir,
+                    sampler_seed=seeds["sampler"][split],
+                    gan_dir=gan_dir,
                 )
             )
-        results = [f.result() for f in detector_futures]
+        chosen = choose_fits(
+            [f.result() for f in detector_futures],
+            run_dir=str(run_dir),
+            config=config,
+            frame_path=data["frame_path"],
+            schema=table,
+        )
+        metrics = build_metrics(
+            run_id=run_id,
+            reports_dir=reports_dir,
+            data=data,
+            config=config,
+            schema=table,
+            chosen=chosen,
+            gans=gans,
+            fidelity=[f.result() for f in fidelity_futures],
+            drift=drift(inputs[0]),
+            monitoring=monitoring,
+            folds=prepared.get("folds"),
+            cached_stages=cached,
+            started_at=started_at,
+            started_monotonic=started_monotonic,
+        )
+        if mlflow_run is not None and config.registry.enabled:
+            metrics["registry"] = registry_decision(
+                run_id=run_id,
+                run_dir=str(run_dir),
+                mlflow_run=mlflow_run,
+                metrics=metrics,
+                predictions_path=chosen["predictions_path"],
+                frame_path=data["frame_path"],
+                config=config,
+                schema=table,
+            )
         written = report(
             run_id=run_id,
             run_dir=str(run_dir),
             reports_dir=reports_dir,
+            metrics=metrics,
+            predictions_path=chosen["predictions_path"],
             data=data,
             config=config,
             seeds=seeds,
-            results=results,
-            gans=gans,
-            fidelity=[f.result() for f in fidelity_futures],
-            started_at=started_at,
-            started_monotonic=started_monotonic,
-            cached_stages=cached,
-            tracking=mlflow_run,
             schema=table,
-            folds=prepared.get("folds"),
-            monitoring=monitoring,
+            mlflow_run=mlflow_run,
         )
         publish(str(run_dir), written["report"])
         status = "FINISHED"

@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 
 from pipeline.errors import ArtifactError
+from pipeline.layout import MANIFEST_FILE as MANIFEST
 from pipeline.paths import check_output_table
 
-MANIFEST = "manifest.json"
 _PACKAGES = (
     "fraudaug",
     "numpy",

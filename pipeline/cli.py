@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline import layout
+from pipeline.config import PROFILES
 from pipeline.errors import ConfigError, DataValidationError, PipelineError
 from pipeline.paths import (
     check_input_table,
@@ -33,6 +35,7 @@ from pipeline.schema import (
     parse_where,
     save_schema,
 )
+from pipeline.streaming import CHUNK_ROWS
 
 logger = logging.getLogger("pipeline.cli")
 
@@ -389,10 +392,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise missing_model(args.model_uri, alias, f"{database} does not exist")
     from pipeline.artifacts import TableWriter
     from pipeline.ingest import iter_unlabelled
-    from pipeline.registry import ChampionScorer
+    from pipeline.registry import RegisteredScorer
     from pipeline.streaming import RowProgress, prefetched
 
-    scorer = ChampionScorer(args.model_uri, tracking_uri)
+    scorer = RegisteredScorer(args.model_uri, tracking_uri)
     champion = scorer.champion
     flagged = 0
     with (
@@ -428,13 +431,14 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run)
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir}: no such run folder")
-    if not (run_dir / f"split-{args.split}" / "gan").is_dir():
+    gan_dir = layout.gan_dir(run_dir, args.split)
+    if not gan_dir.is_dir():
         raise ConfigError(
             f"{run_dir}: no GAN for split {args.split} (was cwgan_gp among the run's "
             "methods? is the split number right?)"
         )
     if args.where:  # checked against the split's vocabularies before any import
-        transformer = run_dir / f"split-{args.split}" / "gan" / "transformer.json"
+        transformer = gan_dir / layout.TRANSFORMER_FILE
         try:
             features = json.loads(transformer.read_text())["features"]
         except (OSError, ValueError, KeyError) as exc:
@@ -586,9 +590,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--chunk-rows",
         type=int,
-        default=32_768,
-        help="rows generated and written at a time (default: 32768); the rows do "
-        "not depend on it",
+        default=CHUNK_ROWS,
+        help=f"rows generated and written at a time (default: {CHUNK_ROWS}); the "
+        "rows do not depend on it",
     )
     p.add_argument(
         "--where",
@@ -600,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run the whole pipeline as a Prefect flow")
     p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")
     _schema_arg(p)
-    p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    p.add_argument("--profile", default="default", choices=PROFILES)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reports", default="reports", help="default: reports/")
     p.add_argument(
@@ -628,7 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timezone", default="UTC", help="of the schedule (default UTC)")
     p.add_argument("--data", default=DEFAULT_DATA, help=f"default: {DEFAULT_DATA}")
     _schema_arg(p)
-    p.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    p.add_argument("--profile", default="default", choices=PROFILES)
     p.add_argument("--reports", default="reports", help="default: reports/")
     p.add_argument(
         "--split-mode",

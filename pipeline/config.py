@@ -39,7 +39,8 @@ SMOTE_FAMILY = (
 )
 """The imbalanced-learn baselines the GAN is compared with."""
 
-PROFILES = ("smoke", "default", "full")
+Profile = Literal["smoke", "default", "full"]
+PROFILES: tuple[str, ...] = get_args(Profile)
 
 
 class _Section(BaseModel):
@@ -199,8 +200,9 @@ class GANConfig(_Section):
         1.0,
         gt=0.0,
         le=1.0,
-        description="Share of fraud rows in each training batch; 1.0 (measured "
-        "best) trains on the fraud rows alone, 0.5 conditionally on balanced batches.",
+        description="Share of fraud rows in each training batch; 1.0 (the best in "
+        "the ablation) trains on the frauds alone, 0.5 conditionally on balanced "
+        "batches.",
     )
     min_fraud_rows: int = Field(
         10, ge=2, description="Fewest training frauds the GAN accepts."
@@ -366,9 +368,9 @@ class PipelineConfig(_Section):
 
 
 _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
-    # A few minutes on 2 cores with the 20k-row sample: one split, a short GAN,
-    # two amounts of new rows per sampler. The slow combined samplers
-    # (SMOTE-Tomek, SMOTE-ENN) are left out.
+    # A quick check of the whole chain: one split, a short GAN, one amount of
+    # new rows per sampler; the slow combined samplers (SMOTE-Tomek, SMOTE-ENN)
+    # are left out.
     "smoke": {
         "split": {"n_splits": 1},
         "gan": {"steps": 300},
@@ -379,8 +381,8 @@ _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
             "amount_grid": [1.0],
         },
     },
-    # 1,600 steps: ~130 s a split beside one other job on 2 CPU cores (the
-    # benchmark), ~230 s in the flow beside two detector fits.
+    # 1,600 GAN steps: more gave no measurable gain in the ablation (README,
+    # "The GAN"); timings live in benchmarks/results/.
     "default": {"split": {"n_splits": 3}, "gan": {"steps": 1600}},
     "full": {"split": {"n_splits": 10}},
 }

@@ -347,3 +347,31 @@ def fidelity_views(
             for k, v in synthetic.items()
         },
     }
+
+
+def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{source: {metric: mean over splits, "per_split": [...]}}``."""
+    first = per_split[0] if per_split else {}
+    sources = [k for k in first if k not in ("split", "views", "reference", "left_out")]
+    out: dict[str, Any] = {"views": first["views"]} if "views" in first else {}
+    for key in ("reference", "left_out"):
+        if key in first:
+            out[key] = first[key]
+    for source in sources:
+        records = [{"split": s["split"], **s[source]} for s in per_split]
+        means: dict[str, Any] = {}
+        for metric in FIDELITY_METRICS:
+            values = [r.get(metric) for r in records]
+            means[metric] = (
+                None if None in values else float(np.mean(np.asarray(values)))
+            )
+        columns = records[0].get("per_column") or {}
+        means["per_column"] = {
+            name: {
+                key: float(np.mean([r["per_column"][name][key] for r in records]))
+                for key in entry
+            }
+            for name, entry in columns.items()
+        }
+        out[source] = {**means, "per_split": records}
+    return out

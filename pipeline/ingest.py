@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,7 @@ from pipeline.artifacts import file_sha256
 from pipeline.errors import DataValidationError
 from pipeline.paths import check_input_table
 from pipeline.schema import KAGGLE, TableSchema, canonical_label, describe_names
+from pipeline.streaming import CHUNK_ROWS
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +58,49 @@ class DataSummary:
         return out
 
 
+def _last_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+
+
+def _wrong_field_count(
+    path: Path, line: int, found: int, expected: int
+) -> DataValidationError:
+    return DataValidationError(
+        f"{path}: line {line}: found {found} fields, expected {expected} "
+        "(truncated or malformed line)"
+    )
+
+
 def _parse_error(path: Path, exc: Exception) -> DataValidationError:
-    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    text = _last_line(exc)
     match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text)
     if match:
-        expected, line, seen = match.groups()
-        return DataValidationError(
-            f"{path}: line {line}: found {seen} fields, expected {expected} "
-            "(truncated or malformed line)"
-        )
+        expected, line, seen = (int(g) for g in match.groups())
+        return _wrong_field_count(path, line, seen, expected)
     return DataValidationError(f"{path}: cannot parse as CSV: {text}")
+
+
+def _decompressed(path: Path, raw: BinaryIO) -> BinaryIO:
+    """The CSV bytes of ``raw``, the open file ``path``: a zip's one member, a
+    gzip stream decompressed, or ``raw`` itself. Every reader (eager, streaming,
+    the bad-line locator) opens its input this way."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw)
+    if name.endswith(".zip"):
+        try:
+            archive = zipfile.ZipFile(raw)
+        except zipfile.BadZipFile as exc:
+            raise DataValidationError(
+                f"{path}: corrupt or truncated compressed file ({exc})"
+            ) from exc
+        members = [m for m in archive.namelist() if not m.endswith("/")]
+        if len(members) != 1:
+            raise DataValidationError(
+                f"{path}: a zip must hold one CSV file; found {len(members)}"
+            )
+        return archive.open(members[0])
+    return raw
 
 
 def read_raw(path: str | Path, schema: TableSchema | None = None) -> pd.DataFrame:
@@ -105,7 +139,10 @@ def _read_raw(
             for c in (schema.columns if schema is not None else ())
             if c.kind in ("categorical", "id", "label", "datetime", "boolean")
         }
-        return pd.read_csv(path, encoding="utf-8-sig", compression="infer", dtype=text)
+        with open(path, "rb") as raw:
+            return pd.read_csv(
+                _decompressed(path, raw), encoding="utf-8-sig", dtype=text
+            )
     except pd.errors.EmptyDataError as exc:
         raise DataValidationError(f"{path}: file is empty; expected a header") from exc
     except pd.errors.ParserError as exc:
@@ -122,26 +159,54 @@ def _read_raw(
         raise DataValidationError(f"{path}: cannot read: {exc}") from exc
 
 
-def _open_text(path: Path) -> io.TextIOBase:
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path), encoding="utf-8-sig", newline="")
-    if name.endswith(".zip"):
-        zf = zipfile.ZipFile(path)
-        member = zf.open(zf.namelist()[0])
-        return io.TextIOWrapper(member, encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
-
-
-def _fields_on_line(path: Path, line: int) -> int | None:
-    """Number of CSV fields on 1-based ``line`` (error path only: streams the file)."""
+def _first_bad_line(
+    path: Path, schema: TableSchema | None = None, *, until_line: int | None = None
+) -> DataValidationError | None:
+    """The first CSV line whose number of fields differs from the header's or,
+    with ``schema``, whose numeric cell is not a number: the error naming it;
+    ``None`` when there is none up to ``until_line`` (error path only: it
+    streams the file with Python's ``csv`` module). Shared by the eager reader
+    (pandas pads a short line with missing values) and the streaming one
+    (pyarrow names no line)."""
+    numbers = {
+        c.name
+        for c in (schema.columns if schema is not None else ())
+        if c.kind in ("numeric", "integer")
+    }
     try:
-        with _open_text(path) as fh:
-            for number, record in enumerate(csv.reader(fh), start=1):
-                if number == line:
-                    return len(record)
-    except (OSError, ValueError, zipfile.BadZipFile, csv.Error):
-        return None
+        with open(path, "rb") as raw:
+            fh = io.TextIOWrapper(
+                _decompressed(path, raw), encoding="utf-8-sig", newline=""
+            )
+            records = csv.reader(fh)
+            header = [c.strip() for c in next(records)]
+            numeric = [(i, c) for i, c in enumerate(header) if c in numbers]
+            for row, record in enumerate(records):
+                line = row + 2  # the header is line 1
+                if until_line is not None and line > until_line:
+                    return None
+                if len(record) != len(header):
+                    return _wrong_field_count(path, line, len(record), len(header))
+                for i, name in numeric:
+                    cell = record[i].strip()
+                    if cell.lower() in _CSV_NULLS:
+                        continue
+                    try:
+                        float(cell)
+                    except ValueError:
+                        hint = (
+                            " (a repeated header line?)" if cell in schema.names else ""
+                        )
+                        return DataValidationError(
+                            f"{path}: column {name}, {_describe_row('csv', row)}: "
+                            f"found {cell[:40]!r}, expected a number{hint}"
+                        )
+    except (OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as read_exc:
+        return DataValidationError(
+            f"{path}: corrupt, truncated or not UTF-8 text ({read_exc})"
+        )
+    except (StopIteration, csv.Error, ValueError):
+        pass
     return None
 
 
@@ -248,15 +313,11 @@ def _to_numeric(
 def _check_line_length(path: Path, kind: str, row: int) -> None:
     """pandas pads a short CSV line with missing values: say so instead of
     "missing value" (error path only)."""
-    if kind != "csv":
+    if kind != "csv" or not Path(path).is_file():  # a frame validated by name
         return
-    fields = _fields_on_line(path, row + 2)
-    header = _fields_on_line(path, 1)
-    if fields is not None and header is not None and fields != header:
-        raise DataValidationError(
-            f"{path}: line {row + 2}: found {fields} fields, "
-            f"expected {header} (truncated or malformed line)"
-        )
+    error = _first_bad_line(Path(path), until_line=row + 2)
+    if error is not None:
+        raise error
 
 
 def _first_missing(
@@ -503,7 +564,6 @@ def validate_frame(
 
 BATCH_BYTES = 16 << 20
 """Bytes of CSV text per batch of :func:`iter_unlabelled` (about 30,000 Kaggle rows)."""
-BATCH_ROWS = 32_768
 """Rows per batch of a Parquet file in :func:`iter_unlabelled`."""
 # pyarrow's (and pandas') spellings of a missing value, lower-cased.
 _CSV_NULLS = {
@@ -525,7 +585,7 @@ def iter_unlabelled(
     schema: TableSchema = KAGGLE,
     *,
     batch_bytes: int = BATCH_BYTES,
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int = CHUNK_ROWS,
 ) -> Iterator[tuple[pd.DataFrame, int, float]]:
     """Read and validate transactions to score, batch by batch, in bounded memory.
 
@@ -604,17 +664,7 @@ def _iter_csv(
 
     with open(path, "rb") as raw:
         size = max(os.fstat(raw.fileno()).st_size, 1)
-        name = path.name.lower()
-        if name.endswith(".zip"):
-            try:
-                archive = zipfile.ZipFile(raw)
-                source = archive.open(archive.namelist()[0])
-            except (zipfile.BadZipFile, IndexError) as exc:
-                raise DataValidationError(f"{path}: not a readable zip file") from exc
-        elif name.endswith(".gz"):
-            source = pa.CompressedInputStream(raw, "gzip")
-        else:
-            source = raw
+        source = _decompressed(path, raw)
         convert = pacsv.ConvertOptions(column_types=_csv_types(schema, pa))
         try:
             reader = pacsv.open_csv(
@@ -633,42 +683,11 @@ def _iter_csv(
 def _locate_csv_error(
     path: Path, schema: TableSchema, exc: Exception
 ) -> DataValidationError:
-    """pyarrow's streaming reader names no line: find the first malformed line or
-    unreadable number with Python's ``csv`` module (error path only)."""
-    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-    numbers = {c.name for c in schema.columns if c.kind in ("numeric", "integer")}
-    try:
-        with _open_text(path) as fh:
-            records = csv.reader(fh)
-            header = [c.strip() for c in next(records)]
-            numeric = [(i, c) for i, c in enumerate(header) if c in numbers]
-            for row, record in enumerate(records):
-                if len(record) != len(header):
-                    return DataValidationError(
-                        f"{path}: line {row + 2}: found {len(record)} fields, "
-                        f"expected {len(header)} (truncated or malformed line)"
-                    )
-                for i, name in numeric:
-                    cell = record[i].strip()
-                    if cell.lower() in _CSV_NULLS:
-                        continue
-                    try:
-                        float(cell)
-                    except ValueError:
-                        hint = (
-                            " (a repeated header line?)" if cell in schema.names else ""
-                        )
-                        return DataValidationError(
-                            f"{path}: column {name}, {_describe_row('csv', row)}: "
-                            f"found {cell[:40]!r}, expected a number{hint}"
-                        )
-    except (OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as read_exc:
-        return DataValidationError(
-            f"{path}: corrupt, truncated or not UTF-8 text ({read_exc})"
-        )
-    except (StopIteration, csv.Error, ValueError):
-        pass
-    return DataValidationError(f"{path}: cannot parse as CSV: {text}")
+    """The streaming reader's error, with the line it is on when one can be
+    found (:func:`_first_bad_line`)."""
+    return _first_bad_line(path, schema) or DataValidationError(
+        f"{path}: cannot parse as CSV: {_last_line(exc)}"
+    )
 
 
 def label_values(raw: pd.DataFrame, label: str) -> list[str]:

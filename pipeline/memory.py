@@ -14,9 +14,9 @@ def limit_malloc_arenas(n: int = 2) -> bool:
 
     glibc gives each thread that allocates concurrently its own arena (up to 8 per
     core) and keeps freed memory in it. A run has many such threads (two task
-    workers, the GAN's thread, TensorFlow's and XGBoost's pools); measured on a
-    ``default`` run of the real data: peak RSS 3,094 MB uncapped, 2,858 MB with two
-    arenas, in the same time. Call it before threads start. Returns whether the cap
+    workers, the GAN's thread, TensorFlow's and XGBoost's pools); two arenas lower
+    a run's peak memory in the same time (``benchmarks``). Call it before threads
+    start. Returns whether the cap
     was applied (``False`` off glibc, e.g. on macOS).
     """
     os.environ.setdefault("MALLOC_ARENA_MAX", str(n))  # children read it at start

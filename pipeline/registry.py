@@ -17,7 +17,7 @@ model) as a version of the registered model ``fraudaug-detector``:
   fitted, early-stopped or thresholded on) by ``registry.margin`` AUPRC with the
   paired stratified bootstrap interval's lower bound above 0 (:func:`decide`).
 
-Loading (:func:`fetch_version`, :class:`ChampionScorer`) downloads a version's
+Loading (:func:`fetch_version`, :class:`RegisteredScorer`) downloads a version's
 files, checks every sha256 against the registry's tags and reads ``model.ubj``
 with XGBoost itself: MLflow's pyfunc/xgboost loaders, pickle and cloudpickle are
 never called.
@@ -41,6 +41,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import ArtifactError, ConfigError, PipelineError
+from pipeline.layout import (
+    DETECTOR_META_FILE,
+    FIT_ROWS_FILE,
+    MODEL_FILE,
+    SCHEMA_FILE,
+    TRANSFORMER_FILE,
+)
+from pipeline.layout import EXTRA_DIR as EXTRA
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,7 +64,6 @@ CHALLENGER = "challenger"
 DEFAULT_MODEL_URI = f"models:/{MODEL_NAME}@{CHAMPION}"
 ARTIFACT_PATH = "detector"  # in the run's artifacts
 SHA_TAG = "fraudaug.sha256/"
-EXTRA = "extra_files"
 _URI = re.compile(
     r"^models:/(?P<name>[\w.\-]+)(?:@(?P<alias>[\w\-]+)|/(?P<version>\d+))$"
 )
@@ -96,7 +103,7 @@ def _files(folder: Path) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ writing a version
-EXTRA_FILES = ("transformer.json", "schema.json", "fit_rows.json", "detector.json")
+EXTRA_FILES = (TRANSFORMER_FILE, SCHEMA_FILE, FIT_ROWS_FILE, DETECTOR_META_FILE)
 """A registered version's files beside ``model.ubj`` (under ``extra_files/``)."""
 
 
@@ -124,12 +131,10 @@ def save_candidate(
     model.load_model(detector_path)
     with tempfile.TemporaryDirectory(prefix="fraudaug-extra-") as extra:
         extra = Path(extra)
-        (extra / "transformer.json").write_bytes(Path(transformer_path).read_bytes())
-        save_schema(extra / "schema.json", schema)
-        save_json(
-            extra / "fit_rows.json", {"rows": [int(r) for r in np.sort(fit_rows)]}
-        )
-        save_json(extra / "detector.json", meta)
+        (extra / TRANSFORMER_FILE).write_bytes(Path(transformer_path).read_bytes())
+        save_schema(extra / SCHEMA_FILE, schema)
+        save_json(extra / FIT_ROWS_FILE, {"rows": [int(r) for r in np.sort(fit_rows)]})
+        save_json(extra / DETECTOR_META_FILE, meta)
         mlflow.xgboost.save_model(
             model,
             str(dest),
@@ -214,7 +219,7 @@ def fetch_version(
             f"{label}: unexpected file(s) {', '.join(unexpected)} in {found.source}; "
             "refusing to load it"
         )
-    meta = load_json(local / EXTRA / "detector.json")
+    meta = load_json(local / EXTRA / DETECTOR_META_FILE)
     return {
         **meta,
         "version": str(found.version),
@@ -242,9 +247,9 @@ def load_detector(path: str | Path):
 
     path = Path(path)
     transformer = TabularTransformer.from_dict(
-        load_json(path / EXTRA / "transformer.json")
+        load_json(path / EXTRA / TRANSFORMER_FILE)
     )
-    schema_path = path / EXTRA / "schema.json"
+    schema_path = path / EXTRA / SCHEMA_FILE
     if schema_path.is_file() and load_schema(schema_path) != transformer.schema:
         raise ArtifactError(
             f"{path}: schema.json and transformer.json describe different tables"
@@ -253,7 +258,7 @@ def load_detector(path: str | Path):
     model = XGBClassifier(
         **({"enable_categorical": True, "feature_types": types} if types else {})
     )
-    model.load_model(path / "model.ubj")
+    model.load_model(path / MODEL_FILE)
     return model, transformer
 
 
@@ -268,21 +273,16 @@ def paired_bootstrap(
 ) -> dict[str, Any]:
     """AUPRC of both on the same rows, and a stratified paired bootstrap 95 %
     interval of the difference (challenger - champion)."""
-    import numpy as np
     from sklearn.metrics import average_precision_score
 
-    from pipeline.evaluate import bootstrap_auprc
+    from pipeline.statistics import bootstrap_auprc, percentile_interval
 
     values = bootstrap_auprc(
         y, [challenger, champion], n_resamples=n_resamples, random_state=random_state
     )
     diffs = values[:, 0] - values[:, 1]
     a, b = average_precision_score(y, challenger), average_precision_score(y, champion)
-    ci = (
-        [float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))]
-        if len(diffs)
-        else None
-    )
+    ci = percentile_interval(diffs)
     return {
         "challenger_auprc": float(a),
         "champion_auprc": float(b),
@@ -311,6 +311,7 @@ def paired_top_k(
     import numpy as np
 
     from pipeline.evaluate import precision_top_k_of_rows
+    from pipeline.statistics import bootstrap_means, percentile_interval
 
     a, b = (
         np.asarray(
@@ -321,14 +322,8 @@ def paired_top_k(
         for s in (challenger, champion)
     )
     diffs = a - b
-    rng = np.random.default_rng(random_state)
-    draws = rng.integers(0, len(diffs), (n_resamples, len(diffs)))
-    means = diffs[draws].mean(axis=1)
-    ci = (
-        [float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))]
-        if n_resamples
-        else None
-    )
+    means = bootstrap_means(diffs, n_resamples=n_resamples, random_state=random_state)
+    ci = percentile_interval(means)
     return {
         "metric": "precision_top_k",
         "challenger": float(a.mean()),
@@ -350,7 +345,7 @@ def _never_fitted(
 
     if champion["data_sha256"] != data_sha256:
         return np.ones(len(rows), dtype=bool)
-    seen = load_json(Path(champion["path"]) / EXTRA / "fit_rows.json")["rows"]
+    seen = load_json(Path(champion["path"]) / EXTRA / FIT_ROWS_FILE)["rows"]
     return ~np.isin(rows, seen)
 
 
@@ -500,7 +495,7 @@ def _version_tags(
 
 
 def record_challenger(
-    tracking: dict[str, str],
+    mlflow_run: dict[str, str],
     *,
     run_id: str,
     method: str,
@@ -520,7 +515,7 @@ def record_challenger(
     metric: str = "auprc",
     alerts_per_day: int = 100,
 ) -> dict[str, Any]:
-    """Log the challenger into its MLflow run (``tracking``, from
+    """Log the challenger into its MLflow run (``mlflow_run``, from
     :func:`pipeline.tracking.start_tracking`), decide against the champion on
     shared held-out rows, register it as a new version of ``fraudaug-detector``
     with the decision as tags, point ``challenger`` at it, and ``champion`` too if
@@ -529,12 +524,12 @@ def record_challenger(
 
     from pipeline.tracking import mlflow_client, store_lock
 
-    uri = tracking["uri"]
+    uri = mlflow_run["uri"]
     client = mlflow_client(uri)
     meta = {
         "method": method,
         "run_id": run_id,
-        "mlflow_run_id": tracking["run_id"],
+        "mlflow_run_id": mlflow_run["run_id"],
         "threshold": float(threshold),
         "metrics": metrics,
         "data_sha256": data_sha256,
@@ -554,10 +549,10 @@ def record_challenger(
         )
         # Complete files first; the version (with every tag) after; aliases last.
         client.log_artifacts(
-            tracking["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
+            mlflow_run["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
         )
         source = (
-            f"{client.get_run(tracking['run_id']).info.artifact_uri}/{ARTIFACT_PATH}"
+            f"{client.get_run(mlflow_run['run_id']).info.artifact_uri}/{ARTIFACT_PATH}"
         )
         for attempt in range(_RETRIES):
             champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
@@ -592,7 +587,7 @@ def record_challenger(
         version = client.create_model_version(
             MODEL_NAME,
             source,
-            run_id=tracking["run_id"],
+            run_id=mlflow_run["run_id"],
             tags=_version_tags(decision, meta, files),
             description=decision["reason"],
         )
@@ -612,7 +607,7 @@ def record_challenger(
 
 
 # ------------------------------------------------------------------ scoring
-class ChampionScorer:
+class RegisteredScorer:
     """A registered detector (default: the champion), fetched, checked and loaded
     once, scoring batch after batch.
 
@@ -670,7 +665,7 @@ def score_transactions(
     tracking_uri: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Fraud probability and flag (at the detector's threshold) for each row."""
-    scorer = ChampionScorer(model_uri, tracking_uri)
+    scorer = RegisteredScorer(model_uri, tracking_uri)
     return scorer.score(frame), scorer.champion
 
 

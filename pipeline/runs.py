@@ -26,26 +26,23 @@ from typing import Any
 from pipeline.artifacts import file_lock, load_json, save_json, save_text
 from pipeline.config import PipelineConfig
 from pipeline.errors import ArtifactError, ConfigError
+from pipeline.layout import (  # noqa: F401 (split_dir: the run folder's parts)
+    INDEX_FILE,
+    INDEX_LOCK,
+    LATEST_LINK,
+    LOCK_FILE,
+    METRICS_FILE,
+    RUN_FILE,
+    split_dir,
+)
 
 logger = logging.getLogger(__name__)
-
-METRICS_FILE = "metrics.json"
-INDEX_FILE = "index.html"
-LATEST_LINK = "latest"
 
 
 def new_run_id(now: datetime | None = None) -> str:
     """``YYYYmmddTHHMMSSZ-xxxxxx``: sorts by time, unique across concurrent runs."""
     now = now or datetime.now(UTC)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
-
-
-def split_dir(run_dir: str | Path, split: int) -> Path:
-    return Path(run_dir) / f"split-{split}"
-
-
-RUN_FILE = "run.json"
-LOCK_FILE = ".lock"
 
 
 def run_key(data_sha256: str, config: PipelineConfig, schema_sha256: str = "") -> str:
@@ -197,7 +194,7 @@ def write_index(reports_dir: str | Path) -> Path:
     reports_dir = Path(reports_dir)
     # Read every run and write the page under one lock: two runs finishing at once
     # cannot leave an index that misses one of them.
-    with file_lock(reports_dir / ".index.lock"):
+    with file_lock(reports_dir / INDEX_LOCK):
         return save_text(
             reports_dir / INDEX_FILE, render_index(load_run_summaries(reports_dir))
         )

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.errors import ConfigError
+from pipeline.layout import SCHEMA_FILE  # noqa: F401 (beside a run's artifacts)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,8 +49,6 @@ TIME_FEATURES: tuple[str, ...] = get_args(TimeFeature)
 FEATURE_KINDS = ("numeric", "integer", "categorical", "boolean", "datetime")
 """Kinds that are features of the detectors and the GAN (a datetime column through
 its ``derive`` list)."""
-SCHEMA_FILE = "schema.json"
-"""The schema's file name beside a run's artifacts and a registered detector."""
 BUILT_IN = "kaggle"
 """``--schema kaggle``: the built-in Kaggle schema (the default)."""
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pipeline import layout
 from pipeline.artifacts import (
     MANIFEST,
     atomic_path,
@@ -34,17 +35,18 @@ from pipeline.artifacts import (
     save_text,
     write_manifest,
 )
-from pipeline.cache import cache_get, cache_key, cache_put, code_version
-from pipeline.config import SMOTE_FAMILY, PipelineConfig
-from pipeline.errors import ArtifactError
-from pipeline.evaluate import (
-    compare_methods,
-    compute_metrics,
-    curve_points,
-    random_split_reference,
-    summarise,
-    summarise_top_k,
+from pipeline.cache import (
+    cache_filling,
+    cache_get,
+    cache_key,
+    cache_put,
+    cache_valid,
+    code_version,
+    stage_entry,
 )
+from pipeline.config import PipelineConfig
+from pipeline.errors import ArtifactError
+from pipeline.evaluate import compute_metrics
 from pipeline.ingest import is_demo_data, read_transactions
 from pipeline.preprocess import (
     TabularTransformer,
@@ -53,28 +55,23 @@ from pipeline.preprocess import (
     split_rows,
     subset_rows,
 )
-from pipeline.runs import (
-    METRICS_FILE,
-    newest_run,
-    split_dir,
-    update_latest,
-    write_index,
-)
+from pipeline.runs import newest_run, update_latest, write_index
 from pipeline.schema import KAGGLE, SCHEMA_FILE, TableSchema, save_schema
+from pipeline.split_data import SplitInputs, features_but_raw_time, top_k_metrics
 
 logger = logging.getLogger(__name__)
 
-SPLITS_FILE = "splits.parquet"
-SCORES_DIR = "scores"
-PREDICTIONS_FILE = "predictions.parquet"
-DETECTORS_DIR = "detectors"  # split-0's fitted detectors: registry candidates
-REPORT_FILE = "report.html"
-
 
 # --------------------------------------------------------------------------- ingest
-def _ingest_name(sha256: str, schema: TableSchema) -> str:
-    """The cached copy's name: the file's bytes and the schema that read them."""
-    return f"{sha256}-{schema.fingerprint()[:16]}"
+def _ingest_entry(cache_dir: Path, sha256: str, schema: TableSchema) -> Path:
+    """The cache entry of an input: its bytes, the schema that read them and the
+    code that read them."""
+    key = cache_key(
+        data=sha256,
+        schema=schema.fingerprint(),
+        code=code_version("pipeline.ingest", "pipeline.partitions"),
+    )
+    return stage_entry(cache_dir, "ingest", key)
 
 
 def stage_ingest(
@@ -97,49 +94,35 @@ def stage_ingest(
     return _ingest_file(Path(data_path), Path(cache_dir), schema)
 
 
-def _cached_ingest(cache_dir: Path, name: str) -> dict[str, Any] | None:
-    """A cached input's summary and Parquet, when complete and unchanged."""
-    meta_path, parquet = cache_dir / f"{name}.json", cache_dir / f"{name}.parquet"
-    if not (meta_path.is_file() and parquet.is_file()):
+def _cached_ingest(entry: Path) -> dict[str, Any] | None:
+    """A cached input's summary and table, when complete and unchanged."""
+    if not cache_valid(entry):
         return None
-    try:
-        meta = load_json(meta_path)
-    except ArtifactError:
-        return None
-    if meta.get("code") != code_version(
-        "pipeline.ingest", "pipeline.partitions"
-    ) or meta.get("parquet_sha256") != file_sha256(parquet):
-        return None
-    return {**meta["summary"], "frame_path": str(parquet), "cached": True}
+    summary = load_json(entry / layout.INGESTED_SUMMARY)
+    table = str(entry / layout.INGESTED_TABLE)
+    return {**summary, "frame_path": table, "cached": True}
 
 
-def _cache_ingest(cache_dir: Path, name: str, summary: dict[str, Any]) -> None:
-    parquet = cache_dir / f"{name}.parquet"
-    save_json(
-        cache_dir / f"{name}.json",
-        {
-            "summary": summary,
-            "code": code_version("pipeline.ingest", "pipeline.partitions"),
-            "parquet_sha256": file_sha256(parquet),
-        },
-    )
+def _cache_ingest(
+    entry: Path, frame: pd.DataFrame, summary: dict[str, Any]
+) -> dict[str, Any]:
+    """Write the table and its summary as the cache entry; the stage's result."""
+    with cache_filling(entry) as tmp:
+        save_parquet(tmp / layout.INGESTED_TABLE, frame)
+        save_json(tmp / layout.INGESTED_SUMMARY, summary)
+    table = str(entry / layout.INGESTED_TABLE)
+    return {**summary, "frame_path": table, "cached": False}
 
 
 def _ingest_file(path: Path, cache_dir: Path, schema: TableSchema) -> dict[str, Any]:
     sha256 = file_sha256(path) if path.is_file() else None
     if sha256 is not None:
-        cached = _cached_ingest(cache_dir, _ingest_name(sha256, schema))
+        cached = _cached_ingest(_ingest_entry(cache_dir, sha256, schema))
         if cached is not None:
             return {**cached, "path": str(path), "demo": is_demo_data(path, sha256)}
     frame, summary = read_transactions(path, schema)
-    name = _ingest_name(summary.sha256, schema)
-    save_parquet(cache_dir / f"{name}.parquet", frame)
-    _cache_ingest(cache_dir, name, summary.to_dict())
-    return {
-        **summary.to_dict(),
-        "frame_path": str(cache_dir / f"{name}.parquet"),
-        "cached": False,
-    }
+    entry = _ingest_entry(cache_dir, summary.sha256, schema)
+    return _cache_ingest(entry, frame, summary.to_dict())
 
 
 def _ingest_partitions(
@@ -162,20 +145,20 @@ def _ingest_partitions(
         for f in files
     ]
     sha256 = source_sha256(partitions)
-    name = _ingest_name(sha256, schema)
-    cached = _cached_ingest(cache_dir, name)
+    entry = _ingest_entry(cache_dir, sha256, schema)
+    cached = _cached_ingest(entry)
     if cached is not None:
         return {**cached, "path": str(source)}
     # The last table cached for this source (its path and schema).
     last_key = hashlib.sha256(
         f"{Path(source).absolute()}\n{schema.fingerprint()}".encode()
     ).hexdigest()[:24]
-    last_path = cache_dir / f"source-{last_key}.json"
+    last_path = stage_entry(cache_dir, "ingest", f"source-{last_key}.json")
     known: list[dict[str, Any]] = []
     frames = []
     try:
         last = load_json(last_path)
-        earlier = _cached_ingest(cache_dir, last["name"])
+        earlier = _cached_ingest(stage_entry(cache_dir, "ingest", last["entry"]))
     except (ArtifactError, KeyError):
         earlier = None
     if earlier is not None:
@@ -218,11 +201,9 @@ def _ingest_partitions(
         "demo": demo,
         "partitions": partitions,
     }
-    parquet = cache_dir / f"{name}.parquet"
-    save_parquet(parquet, frame)
+    result = _cache_ingest(entry, frame, summary)
     del frame, frames
-    _cache_ingest(cache_dir, name, summary)
-    save_json(last_path, {"name": name, "labels": labels})
+    save_json(last_path, {"entry": entry.name, "labels": labels})
     logger.info(
         "read %s: %d partitions (%d read, %d from the last read), %d rows, %d frauds",
         source,
@@ -232,11 +213,11 @@ def _ingest_partitions(
         summary["rows"],
         summary["frauds"],
     )
-    return {**summary, "frame_path": str(parquet), "cached": False}
+    return result
 
 
 # ----------------------------------------------------------------------- preprocess
-def stage_prepare(
+def stage_preprocess(
     frame_path: str | Path,
     run_dir: str | Path,
     config: PipelineConfig,
@@ -258,12 +239,12 @@ def stage_prepare(
         # The windows of every fold, for the report (checked here before any work).
         time = load_parquet(frame_path, columns=[schema.time])[schema.time]
         folds = describe_folds(rolling_folds(time, config.split))
-    names = [SPLITS_FILE] + [
-        f"{split_dir(run_dir, k).name}/transformer.json"
+    names = [layout.SPLITS_FILE] + [
+        layout.transformer_path(run_dir, k).relative_to(run_dir).as_posix()
         for k in range(len(split_seeds))
     ]
     result = {
-        "splits_path": str(run_dir / SPLITS_FILE),
+        "splits_path": str(run_dir / layout.SPLITS_FILE),
         "transformer_paths": [str(run_dir / n) for n in names[1:]],
         "folds": folds,
     }
@@ -276,12 +257,12 @@ def stage_prepare(
             schema=schema.fingerprint(),
             code=code_version("pipeline.preprocess"),
         )
-        entry = Path(cache_dir) / "stages" / "prepare" / key
+        entry = stage_entry(cache_dir, "preprocess", key)
         if cache_get(entry, run_dir):
             return {**result, "cached": True, "cache_key": key}
     frame = load_parquet(frame_path)
     splits = split_rows(frame, config.split, split_seeds, schema)
-    save_parquet(run_dir / SPLITS_FILE, splits)
+    save_parquet(run_dir / layout.SPLITS_FILE, splits)
     for split in range(len(split_seeds)):
         train = frame.iloc[subset_rows(splits, split, "train")]
         transformer = TabularTransformer(schema).fit(train)
@@ -289,74 +270,6 @@ def stage_prepare(
     if entry is not None:
         cache_put(entry, {n: run_dir / n for n in names})
     return {**result, "cached": False}
-
-
-def load_split_data(
-    frame_path: str | Path,
-    splits_path: str | Path,
-    transformer_path: str | Path,
-    split: int,
-) -> dict[str, Any]:
-    """``{subset: {"X", "y", "rows", "amount", "entity"}}`` of one split, features
-    in model space (``amount``: ``None`` when the schema names no amount column;
-    ``entity``: the card or customer, ``None`` when the schema names none);
-    ``"all_days"``: the calendar day of every row of the table (precision
-    top-k's days and alert budget; ``None`` without a time column); and
-    ``"transformer"``: the split's fitted transformer (its ``schema`` is the
-    table's)."""
-    from pipeline.evaluate import day_numbers
-
-    transformer = TabularTransformer.from_dict(load_json(transformer_path))
-    schema = transformer.schema
-    # The columns these stages read (not the ids or other text beside them).
-    wanted = {f["source"] for f in transformer.features_} | {schema.label.column}
-    wanted |= {c for c in (schema.amount, schema.time, schema.entity) if c}
-    frame = load_parquet(frame_path, columns=[c for c in schema.names if c in wanted])
-    splits = load_parquet(splits_path)
-    all_days = None if schema.time is None else day_numbers(frame[schema.time])
-    data: dict[str, Any] = {"transformer": transformer, "all_days": all_days}
-    for subset in ("train", "validation", "test"):
-        rows = subset_rows(splits, split, subset)
-        part = frame.iloc[rows]
-        data[subset] = {
-            "X": transformer.transform(part),
-            "y": part[schema.label.column].to_numpy(dtype=np.int64),
-            "rows": rows,
-            "amount": None
-            if schema.amount is None
-            else part[schema.amount].to_numpy(dtype=np.float64),
-            "entity": None if schema.entity is None else part[schema.entity].to_numpy(),
-        }
-    return data
-
-
-def top_k_metrics(
-    data: dict[str, Any], subset: str, scores: np.ndarray, alerts_per_day: int
-) -> dict[str, Any] | None:
-    """Precision top-k per day (and card precision top-k with an entity) of
-    ``scores`` on a split's ``subset`` (:func:`load_split_data`); ``None`` without a
-    time column."""
-    from pipeline.evaluate import precision_top_k_of_rows
-
-    if data["all_days"] is None:
-        return None
-    part = data[subset]
-    return precision_top_k_of_rows(
-        part["y"],
-        scores,
-        part["rows"],
-        data["all_days"],
-        alerts_per_day,
-        entity=part["entity"],
-    )
-
-
-def _features_but_raw_time(transformer: TabularTransformer) -> list[int]:
-    """The model-space columns but a time column that is a feature as it is
-    (seconds, like the Kaggle file's): it tells any two periods apart by itself
-    (a timestamp's derived hour and weekday are kept)."""
-    time_column = transformer.schema.time
-    return [j for j, n in enumerate(transformer.feature_names) if n != time_column]
 
 
 # ---------------------------------------------------------------------------- GAN
@@ -389,10 +302,7 @@ def _gan_summary(split: int, gan_dir: Path, meta: dict, history: list) -> dict:
 
 
 def stage_train_gan(
-    frame_path: str | Path,
-    splits_path: str | Path,
-    transformer_path: str | Path,
-    split: int,
+    inputs: SplitInputs,
     config: PipelineConfig,
     seed: int,
     out_dir: str | Path,
@@ -410,6 +320,7 @@ def stage_train_gan(
     """
     from pipeline.gan.encoding import GANColumns
     from pipeline.gan.storage import (  # imports TensorFlow
+        HISTORY_FILE,
         META_FILE,
         data_fingerprint,
         save_gan,
@@ -417,7 +328,8 @@ def stage_train_gan(
     from pipeline.gan.trainer import train_cwgan_gp
 
     out_dir = Path(out_dir)
-    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    split = inputs.split
+    data = inputs.load()
     X, y = data["train"]["X"], data["train"]["y"]
     columns = GANColumns.of(data["transformer"], config.gan)
     if (out_dir / META_FILE).is_file():
@@ -431,9 +343,7 @@ def stage_train_gan(
                 "split %d: GAN already trained in %s; reusing it", split, out_dir
             )
             return {
-                **_gan_summary(
-                    split, out_dir, meta, load_json(out_dir / "history.json")
-                ),
+                **_gan_summary(split, out_dir, meta, load_json(out_dir / HISTORY_FILE)),
                 "cached": False,
             }
     validation = data["validation"]["X"][data["validation"]["y"] == 1]
@@ -447,7 +357,7 @@ def stage_train_gan(
             seed=seed,
             code=code_version("pipeline.gan", "pipeline.preprocess"),
         )
-        entry = Path(cache_dir) / "stages" / "gan" / key
+        entry = stage_entry(cache_dir, "gan", key)
         if cache_get(entry, out_dir):
             logger.info(
                 "split %d: GAN reused from the stage cache (%s)", split, key[:12]
@@ -457,7 +367,7 @@ def stage_train_gan(
                     split,
                     out_dir,
                     load_json(out_dir / META_FILE),
-                    load_json(out_dir / "history.json"),
+                    load_json(out_dir / HISTORY_FILE),
                 ),
                 "cached": True,
             }
@@ -467,11 +377,11 @@ def stage_train_gan(
         config.gan,
         random_state=seed,
         validation=validation,
-        checkpoint_dir=out_dir / "checkpoint",
+        checkpoint_dir=out_dir / layout.CHECKPOINT_DIR,
         columns=columns,
     )
-    save_gan(out_dir, trained, transformer=load_json(transformer_path))
-    shutil.rmtree(out_dir / "checkpoint", ignore_errors=True)
+    save_gan(out_dir, trained, transformer=load_json(inputs.transformer_path))
+    shutil.rmtree(out_dir / layout.CHECKPOINT_DIR, ignore_errors=True)
     if entry is not None:
         cache_put(entry, {p.name: p for p in out_dir.iterdir() if p.is_file()})
     return {
@@ -481,10 +391,7 @@ def stage_train_gan(
 
 
 def stage_fidelity(
-    frame_path: str | Path,
-    splits_path: str | Path,
-    transformer_path: str | Path,
-    split: int,
+    inputs: SplitInputs,
     config: PipelineConfig,
     *,
     sampler_seed: int,
@@ -495,7 +402,8 @@ def stage_fidelity(
     from pipeline.detect import make_sampler
     from pipeline.fidelity import compute_fidelity
 
-    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    split = inputs.split
+    data = inputs.load()
     transformer = data["transformer"]
     X, y = data["train"]["X"], data["train"]["y"]
     train_frauds = X[y == 1]
@@ -515,9 +423,9 @@ def stage_fidelity(
     synthetic = {"smote": X_res[len(y) :]}
     result: dict[str, Any] = {"split": split, "reference": reference}
     if gan_dir is not None:
-        from pipeline.gan.storage import load_gan
+        from pipeline.gan.storage import load_gan_once
 
-        synthetic["cwgan_gp"] = load_gan(gan_dir).sample(
+        synthetic["cwgan_gp"] = load_gan_once(gan_dir).sample(
             len(synthetic["smote"]), random_state=sampler_seed
         )
     if split == 0:  # the split the report draws
@@ -530,7 +438,7 @@ def stage_fidelity(
     # Out of time, the raw time column is left out of the comparison.
     keep = list(range(train_frauds.shape[1]))
     if reference == "validation":
-        keep = _features_but_raw_time(transformer)
+        keep = features_but_raw_time(transformer)
     if len(keep) < train_frauds.shape[1]:
         result["left_out"] = [transformer.schema.time]
     categorical = [keep.index(j) for j in transformer.categorical_features]
@@ -561,42 +469,9 @@ def stage_fidelity(
     return result
 
 
-def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{source: {metric: mean over splits, "per_split": [...]}}``."""
-    from pipeline.fidelity import FIDELITY_METRICS
-
-    first = per_split[0] if per_split else {}
-    sources = [k for k in first if k not in ("split", "views", "reference", "left_out")]
-    out: dict[str, Any] = {"views": first["views"]} if "views" in first else {}
-    for key in ("reference", "left_out"):
-        if key in first:
-            out[key] = first[key]
-    for source in sources:
-        records = [{"split": s["split"], **s[source]} for s in per_split]
-        means: dict[str, Any] = {}
-        for metric in FIDELITY_METRICS:
-            values = [r.get(metric) for r in records]
-            means[metric] = (
-                None if None in values else float(np.mean(np.asarray(values)))
-            )
-        columns = records[0].get("per_column") or {}
-        means["per_column"] = {
-            name: {
-                key: float(np.mean([r["per_column"][name][key] for r in records]))
-                for key in entry
-            }
-            for name, entry in columns.items()
-        }
-        out[source] = {**means, "per_split": records}
-    return out
-
-
 # ----------------------------------------------------------------------- detectors
 def stage_fit_detector(
-    frame_path: str | Path,
-    splits_path: str | Path,
-    transformer_path: str | Path,
-    split: int,
+    inputs: SplitInputs,
     method: str,
     config: PipelineConfig,
     *,
@@ -618,7 +493,8 @@ def stage_fit_detector(
     """
     from pipeline.detect import NOT_RESAMPLED, amount_targets
 
-    data = load_split_data(frame_path, splits_path, transformer_path, split)
+    split = inputs.split
+    data = inputs.load()
     targets: list[int | None] = (
         [None]
         if method in NOT_RESAMPLED
@@ -709,7 +585,7 @@ def _fit_one_detector(
         synthetic_weight=config.evaluation.synthetic_weight,
         # Identical fits within the run (same rows, weights and settings) are
         # done once; the folder goes with the other partial files.
-        reuse_dir=scores_path.parent / "fits",
+        reuse_dir=scores_path.parent / layout.FITS_DIR,
     )
     fit_seconds = time.perf_counter() - start
     parts = []
@@ -789,10 +665,48 @@ def _fit_one_detector(
     return record
 
 
-# -------------------------------------------------------------------------- report
+# ------------------------------------------------------------------------ outcome
+def stage_choose_fits(
+    fits: list[dict[str, Any]],
+    *,
+    run_dir: str | Path,
+    config: PipelineConfig,
+    frame_path: str | Path,
+    schema: TableSchema,
+) -> dict[str, Any]:
+    """Choose each method's amount on the validation rows
+    (``evaluation.amount_choice``; :func:`pipeline.evaluate.choose_amounts`) and
+    keep what the chosen fits left: their split-0 detectors
+    (:func:`pipeline.layout.detector_path`) and their scores in
+    ``predictions.parquet`` (the other amounts' files go).
+
+    ``fits``: what :func:`stage_fit_detector` returned, a grid of amounts per
+    method and split. Returns ``{"fits": chosen records, "amount_choice",
+    "predictions_path"}``."""
+    from pipeline.evaluate import choose_amounts
+
+    run_dir = Path(run_dir)
+    chosen, amount_choice = choose_amounts(
+        fits, config.evaluation.amount_choice, config.evaluation.primary_metric
+    )
+    for record in chosen:
+        model = record.pop("model_path", None)
+        if model is not None:
+            target = layout.detector_path(run_dir, record["split"], record["method"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(model, target)
+    ids = (
+        load_parquet(frame_path, columns=list(schema.id_columns))
+        if schema.id_columns
+        else None
+    )
+    path = _merge_predictions(run_dir, [r.pop("scores_path") for r in chosen], ids)
+    return {"fits": chosen, "amount_choice": amount_choice, "predictions_path": path}
+
+
 def _merge_predictions(
     run_dir: Path, score_paths: list[str], ids: pd.DataFrame | None = None
-) -> pd.DataFrame:
+) -> str:
     """One ``predictions.parquet`` from the fits' score files; ``ids`` (the input's
     id columns, by row) are carried beside ``row``."""
     parts = [load_parquet(p) for p in score_paths]
@@ -804,25 +718,21 @@ def _merge_predictions(
         for offset, name in enumerate(ids.columns):
             values = ids[name].to_numpy()[predictions["row"].to_numpy()]
             predictions.insert(at + offset, name, values)
-    save_parquet(run_dir / PREDICTIONS_FILE, predictions)
-    shutil.rmtree(run_dir / SCORES_DIR, ignore_errors=True)
-    return predictions
+    path = run_dir / layout.PREDICTIONS_FILE
+    save_parquet(path, predictions)
+    shutil.rmtree(run_dir / layout.SCORES_DIR, ignore_errors=True)
+    return str(path)
 
 
-def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
-    """Population stability index of every feature between split 0's training
-    rows and its test rows (out of time: the newest fold's training window and
-    test window); see :mod:`pipeline.drift`."""
+def stage_drift(inputs: SplitInputs) -> dict[str, Any]:
+    """Population stability index of every feature between a split's training
+    rows and its test rows (out of time, split 0: the newest fold's training
+    window and test window); see :mod:`pipeline.drift`."""
     from pipeline.drift import feature_drift
 
-    data = load_split_data(
-        frame_path,
-        run_dir / SPLITS_FILE,
-        split_dir(run_dir, 0) / "transformer.json",
-        0,
-    )
+    data = inputs.load()
     transformer = data["transformer"]
-    keep = _features_but_raw_time(transformer)
+    keep = features_but_raw_time(transformer)
     drift = feature_drift(
         data["train"]["X"][:, keep],
         data["test"]["X"][:, keep],
@@ -837,7 +747,7 @@ def stage_drift(frame_path: str | Path, run_dir: Path) -> dict[str, Any]:
             ", ".join(drift["flagged"]),
             drift["threshold"],
         )
-    return {"split": 0, **drift}
+    return {"split": inputs.split, **drift}
 
 
 def stage_monitor(
@@ -873,31 +783,95 @@ def stage_monitor(
     return result
 
 
+def stage_metrics(
+    *,
+    run_id: str,
+    reports_dir: str | Path,
+    data: dict[str, Any],
+    config: PipelineConfig,
+    schema: TableSchema,
+    chosen: dict[str, Any],
+    gans: list[dict[str, Any]],
+    fidelity: list[dict[str, Any]],
+    drift: dict[str, Any],
+    monitoring: dict[str, Any] | None,
+    folds: list[dict[str, Any]] | None,
+    cached_stages: list[str],
+    started_at: str,
+    started_monotonic: float | None = None,
+) -> dict[str, Any]:
+    """The run's ``metrics.json`` content (:func:`pipeline.run_metrics.build_metrics`)
+    with the environment and, out of time, the newest random-split run on the
+    same data from ``reports_dir``."""
+    from pipeline.run_metrics import build_metrics, is_random_split_of
+
+    duration = (
+        time.perf_counter() - started_monotonic
+        if started_monotonic is not None
+        else None
+    )
+    reference = None
+    if config.split.mode == "rolling":
+        schema_dict = schema.to_dict()
+        reference = newest_run(
+            reports_dir,
+            lambda run: is_random_split_of(run, data["sha256"], schema_dict),
+        )
+    return build_metrics(
+        run={
+            "run_id": run_id,
+            "started_at": started_at,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "duration_seconds": round(duration, 1) if duration is not None else None,
+        },
+        data=data,
+        config=config,
+        schema=schema,
+        fits=chosen["fits"],
+        amount_choice=chosen["amount_choice"],
+        gans=gans,
+        fidelity=fidelity,
+        drift=drift,
+        monitoring=monitoring,
+        folds=folds,
+        cached_stages=list(cached_stages or []),
+        environment={
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "package_versions": package_versions(),
+            "git_commit": git_commit(),
+        },
+        random_split_run=reference,
+    )
+
+
 def stage_registry(
     *,
     run_id: str,
-    run_dir: Path,
-    tracking: dict[str, str],
+    run_dir: str | Path,
+    mlflow_run: dict[str, str],
     metrics: dict[str, Any],
-    predictions: pd.DataFrame,
+    predictions_path: str | Path,
     frame_path: str | Path,
     config: PipelineConfig,
     schema: TableSchema,
 ) -> dict[str, Any]:
     """Offer the run's best detector (highest mean test primary metric,
     ``evaluation.primary_metric``; its split-0 model) to the registry as
-    challenger; see :mod:`pipeline.registry`."""
+    challenger; returns the decision. See :mod:`pipeline.registry`."""
     from pipeline.registry import record_challenger
 
+    run_dir = Path(run_dir)
     primary = config.evaluation.primary_metric
     best = max(metrics["summary"], key=lambda s: s[f"{primary}_mean"])["method"]
     record = next(
         r for r in metrics["results"] if r["method"] == best and r["split"] == 0
     )
-    splits = load_parquet(run_dir / SPLITS_FILE)
+    splits = load_parquet(run_dir / layout.SPLITS_FILE)
     fit_rows = np.concatenate(
         [subset_rows(splits, 0, "train"), subset_rows(splits, 0, "validation")]
     )
+    predictions = load_parquet(predictions_path)
     test = predictions[
         (predictions["method"] == best)
         & (predictions["split"] == 0)
@@ -913,11 +887,11 @@ def stage_registry(
         "card_precision_top_k",
     )
     return record_challenger(
-        tracking,
+        mlflow_run,
         run_id=run_id,
         method=best,
-        detector_path=split_dir(run_dir, 0) / DETECTORS_DIR / f"{best}.ubj",
-        transformer_path=split_dir(run_dir, 0) / "transformer.json",
+        detector_path=layout.detector_path(run_dir, 0, best),
+        transformer_path=layout.transformer_path(run_dir, 0),
         schema=schema,
         threshold=record["threshold"],
         metrics={k: record[k] for k in keep if k in record},
@@ -939,137 +913,24 @@ def stage_report(
     run_id: str,
     run_dir: str | Path,
     reports_dir: str | Path,
+    metrics: dict[str, Any],
+    predictions_path: str | Path,
     data: dict[str, Any],
     config: PipelineConfig,
     seeds: dict[str, list[int]],
-    results: list[dict[str, Any]],
-    gans: list[dict[str, Any]],
-    fidelity: list[dict[str, Any]],
-    started_at: str,
-    started_monotonic: float | None = None,
-    cached_stages: list[str] | None = None,
-    tracking: dict[str, str] | None = None,
     schema: TableSchema = KAGGLE,
-    folds: list[dict[str, Any]] | None = None,
-    monitoring: dict[str, Any] | None = None,
+    mlflow_run: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Write ``predictions.parquet``, ``metrics.json``, ``report.html``,
-    ``manifest.json``; log them and the figures to the run's MLflow run
-    (``tracking``, see :mod:`pipeline.tracking`); then refresh
-    ``reports/index.html`` and ``reports/latest``.
-
-    With ``tracking`` (and ``registry.enabled``), the run's best detector is first
-    offered to the model registry on MLflow; the decision goes into the metrics and
-    the report.
-
-    ``results`` are the detector fits, a grid of amounts per method and split
-    (:func:`stage_fit_detector`); each method is reported at the amount chosen on
-    the validation rows (``evaluation.amount_choice``), and only those scores go
-    into ``predictions.parquet``."""
-    from pipeline.evaluate import choose_amounts
-    from pipeline.report import render_report
-
-    run_dir = Path(run_dir)
-    reports_dir = Path(reports_dir)
-    results, amount_choice = choose_amounts(
-        results, config.evaluation.amount_choice, config.evaluation.primary_metric
-    )
-    for record in results:
-        model = record.pop("model_path", None)
-        if model is not None:
-            target = split_dir(run_dir, record["split"]) / DETECTORS_DIR
-            target.mkdir(parents=True, exist_ok=True)
-            os.replace(model, target / f"{record['method']}.ubj")
-    ids = (
-        load_parquet(data["frame_path"], columns=list(schema.id_columns))
-        if schema.id_columns
-        else None
-    )
-    predictions = _merge_predictions(
-        run_dir, [r.pop("scores_path") for r in results], ids
-    )
-    label = schema.label.column
-    labels = load_parquet(data["frame_path"], columns=[label])[label].to_numpy()
-    order = {m: i for i, m in enumerate(config.evaluation.methods)}
-    results = sorted(results, key=lambda r: (order.get(r["method"], 99), r["split"]))
-    duration = (
-        time.perf_counter() - started_monotonic
-        if started_monotonic is not None
-        else None
-    )
-    metrics = {
-        "schema_version": 1,
-        "run_id": run_id,
-        "started_at": started_at,
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "duration_seconds": round(duration, 1) if duration is not None else None,
-        "profile": config.profile,
-        "seed": config.seed,
-        "data": {k: v for k, v in data.items() if k != "frame_path"},
-        "schema": schema.to_dict(),
-        "methods": list(config.evaluation.methods),
-        "n_splits": config.split.n_splits,
-        "folds": folds,
-        "primary_metric": config.evaluation.primary_metric,
-        "results": results,
-        "summary": summarise(results),
-        "comparison": compare_methods(
-            results, SMOTE_FAMILY, config.evaluation.primary_metric
-        ),
-        "precision_top_k": summarise_top_k(
-            results, config.evaluation.alerts_per_day, schema
-        ),
-        "amount_choice": amount_choice,
-        "gan": {
-            "splits": sorted(gans, key=lambda g: g["split"]),
-            "nonfinite_steps": sum(int(g.get("nonfinite_steps") or 0) for g in gans),
-            "device": gans[0]["device"] if gans else None,
-        },
-        "fidelity": summarise_fidelity(sorted(fidelity, key=lambda f: f["split"])),
-        "drift": stage_drift(data["frame_path"], run_dir),
-        "monitoring": monitoring,
-        "cached_stages": list(cached_stages or []),
-        "config": config.model_dump(mode="json"),
-        "environment": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "package_versions": package_versions(),
-            "git_commit": git_commit(),
-        },
-    }
-    if config.split.mode == "rolling":
-        # The same methods on random splits of the same data, run before: how
-        # much a random split flatters them.
-        metrics["random_split_reference"] = random_split_reference(
-            newest_run(
-                reports_dir,
-                lambda run: (
-                    run.get("data", {}).get("sha256") == data["sha256"]
-                    and run.get("config", {}).get("split", {}).get("mode")
-                    == "stratified"
-                    and run.get("schema") == metrics["schema"]
-                ),
-            )
-        )
-    if tracking is not None and config.registry.enabled:
-        metrics["registry"] = stage_registry(
-            run_id=run_id,
-            run_dir=run_dir,
-            tracking=tracking,
-            metrics=metrics,
-            predictions=predictions,
-            frame_path=data["frame_path"],
-            config=config,
-            schema=schema,
-        )
-    if tracking is not None:
-        metrics["tracking"] = dict(tracking)
-    save_json(run_dir / METRICS_FILE, metrics)
-    histories = {
-        g["split"]: load_json(Path(g["gan_dir"]) / "history.json") for g in gans
-    }
-    curves = curve_points(predictions, labels, subset="test")
-    save_text(run_dir / REPORT_FILE, render_report(metrics, curves, histories))
+    """Write the run's ``metrics.json``, ``report.html`` and ``manifest.json``, log
+    them and the figures to the run's MLflow run (``mlflow_run``, see
+    :mod:`pipeline.tracking`), then refresh ``reports/index.html`` and
+    ``reports/latest``."""
+    run_dir, reports_dir = Path(run_dir), Path(reports_dir)
+    if mlflow_run is not None:
+        metrics = {**metrics, "tracking": dict(mlflow_run)}
+    save_json(run_dir / layout.METRICS_FILE, metrics)
+    histories = _gan_histories(metrics)
+    _write_report_page(run_dir, metrics, histories, predictions_path, data, schema)
     write_manifest(
         run_dir,
         run_id=run_id,
@@ -1081,15 +942,39 @@ def stage_report(
         schema=schema.to_dict(),
         schema_sha256=schema.fingerprint(),
     )
-    if tracking is not None:
+    if mlflow_run is not None:
         from pipeline.tracking import log_results
 
-        log_results(
-            tracking,
-            metrics,
-            histories,
-            [run_dir / n for n in (REPORT_FILE, METRICS_FILE, MANIFEST, SCHEMA_FILE)],
-        )
+        files = (layout.REPORT_FILE, layout.METRICS_FILE, MANIFEST, SCHEMA_FILE)
+        log_results(mlflow_run, metrics, histories, [run_dir / n for n in files])
     write_index(reports_dir)
     update_latest(reports_dir, run_id)
-    return {"run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}
+    return {"run_dir": str(run_dir), "report": str(run_dir / layout.REPORT_FILE)}
+
+
+def _gan_histories(metrics: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+    """Every split's GAN training history (the report's and MLflow's curves)."""
+    return {
+        g["split"]: load_json(Path(g["gan_dir"]) / layout.HISTORY_FILE)
+        for g in metrics["gan"]["splits"]
+    }
+
+
+def _write_report_page(
+    run_dir: Path,
+    metrics: dict[str, Any],
+    histories: dict[int, list[dict[str, Any]]],
+    predictions_path: str | Path,
+    data: dict[str, Any],
+    schema: TableSchema,
+) -> Path:
+    """``report.html``: the figures, the test curves and the GANs' training."""
+    from pipeline.evaluate import curve_points
+    from pipeline.report import render_report
+
+    label = schema.label.column
+    labels = load_parquet(data["frame_path"], columns=[label])[label].to_numpy()
+    curves = curve_points(load_parquet(predictions_path), labels, subset="test")
+    return save_text(
+        run_dir / layout.REPORT_FILE, render_report(metrics, curves, histories)
+    )

@@ -18,6 +18,10 @@ from typing import TypeVar
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+
+CHUNK_ROWS = 32_768
+"""Rows per chunk of every streaming reader and writer (``fraudaug validate``,
+``generate``, ``score``): a Parquet row group of about 8 MB."""
 _END = object()
 
 
@@ -27,9 +31,9 @@ def prefetched(items: Iterable[T], depth: int = 2) -> Iterator[T]:
 
     Reading and parsing (pyarrow), prediction (XGBoost) and the generator network
     (TensorFlow) release the GIL, so producing the next chunk overlaps consuming
-    this one (measured: ``fraudaug score`` 1.5x the rows/s of one thread on 2
-    cores). An exception of the producer is raised in the consumer; when the
-    consumer stops early (an error, Ctrl-C), the producer stops at its next item.
+    this one (``benchmarks`` measures the rows/s). An exception of the producer
+    is raised in the consumer; when the consumer stops early (an error,
+    Ctrl-C), the producer stops at its next item.
     """
     ready: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()

@@ -99,7 +99,7 @@ def store_lock(uri: str) -> Iterator[None]:
 
     path = sqlite_path(uri)
     if path is not None:
-        lock = path.with_name(path.name + ".lock")
+        lock = path.with_name(f"{path.name}.lock")
     else:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
@@ -272,7 +272,7 @@ def _metric_rows(
 
 
 def log_results(
-    tracking: dict[str, str],
+    mlflow_run: dict[str, str],
     metrics: dict[str, Any],
     histories: dict[int, list[dict[str, Any]]],
     artifacts: list[Path],
@@ -280,8 +280,8 @@ def log_results(
     """Log what the run measured and its files to its MLflow run."""
     from mlflow.entities import Metric, RunTag
 
-    client = mlflow_client(tracking["uri"])
-    run_id = tracking["run_id"]
+    client = mlflow_client(mlflow_run["uri"])
+    run_id = mlflow_run["run_id"]
     now = int(time.time() * 1000)
     rows = [Metric(k, v, now, s) for k, v, s in _metric_rows(metrics, histories)]
     for i in range(0, len(rows), 1000):
@@ -311,23 +311,25 @@ def log_results(
         client.log_artifact(run_id, str(path))
 
 
-def finish_tracking(tracking: dict[str, str] | None, status: str = "FINISHED") -> None:
+def finish_tracking(
+    mlflow_run: dict[str, str] | None, status: str = "FINISHED"
+) -> None:
     """Close the MLflow run as ``FINISHED``, ``FAILED`` or ``KILLED``; a tracking
     store that fails here is logged, never raised over the run's own outcome."""
-    if not tracking:
+    if not mlflow_run:
         return
     try:
-        client = mlflow_client(tracking["uri"])
-        client.set_tag(tracking["run_id"], "fraudaug.state", status.lower())
-        client.set_terminated(tracking["run_id"], status=status)
+        client = mlflow_client(mlflow_run["uri"])
+        client.set_tag(mlflow_run["run_id"], "fraudaug.state", status.lower())
+        client.set_terminated(mlflow_run["run_id"], status=status)
     except Exception as exc:  # the run's own error matters more
-        logger.warning("could not close MLflow run %s: %s", tracking["run_id"], exc)
+        logger.warning("could not close MLflow run %s: %s", mlflow_run["run_id"], exc)
 
 
-def run_link(tracking: dict[str, str]) -> str:
+def run_link(mlflow_run: dict[str, str]) -> str:
     """Where to see the run: its page on a server, or how to open the UI."""
-    uri = tracking["uri"]
-    page = f"#/experiments/{tracking['experiment_id']}/runs/{tracking['run_id']}"
+    uri = mlflow_run["uri"]
+    page = f"#/experiments/{mlflow_run['experiment_id']}/runs/{mlflow_run['run_id']}"
     if uri.startswith(("http://", "https://")):
         return f"{uri.rstrip('/')}/{page}"
     return f"mlflow ui --backend-store-uri {uri}  (then {page})"

@@ -7,11 +7,10 @@ import os
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "pipeline")
-os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+from pipeline.cli import PREFECT_ENV  # noqa: E402 (imports no Prefect)
+
+for _key, _value in PREFECT_ENV.items():
+    os.environ.setdefault(_key, _value)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests never touch the developer's Prefect home or database, nor its MLflow store.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="fraudaug-prefect-home-")
@@ -210,9 +209,8 @@ def prefect_serving(root: Path, *serve_args: str):
         **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_HOME": str(root / "prefect-home"),
+        **PREFECT_ENV,
         "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "DO_NOT_TRACK": "1",
         "TMPDIR": str(root),
         "COLUMNS": "250",  # rich tables in the CLI output are not truncated
     }

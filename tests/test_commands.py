@@ -20,39 +20,18 @@ from pipeline.backend import is_native_log_line
 from pipeline.errors import ConfigError, DataValidationError
 from pipeline.ingest import iter_unlabelled, read_transactions
 from pipeline.schema import KAGGLE
+from tests.helpers import foreign_lines
 
 COLUMNS = KAGGLE.names
 FEATURES = tuple(c.name for c in KAGGLE.feature_columns)
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAUDAUG = str(Path(sys.executable).with_name("fraudaug"))
-# The project's own stderr lines: its log format, its error line, Prefect's console
-# format (the flow's logs) and the rich progress bar's line.
-OWN_LINE = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ pipeline\.\S+: "
-    r"|fraudaug: "
-    r"|\d\d:\d\d:\d\d\.\d+ \| (DEBUG|INFO|WARNING|ERROR|CRITICAL) +\| )"
-)
 
 
 def _env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL",)}
     return {**env, **extra}
-
-
-def _foreign_lines(stderr: str) -> list[str]:
-    """Lines that are neither the project's (or the flow's) records nor the further
-    lines of such a record (Prefect's start-up notice has two)."""
-    foreign, in_record = [], False
-    for line in stderr.splitlines():
-        if OWN_LINE.match(line):
-            in_record = True
-        elif not line.strip():
-            continue
-        elif not in_record or is_native_log_line(line) or line.startswith("WARNING"):
-            foreign.append(line)
-            in_record = False
-    return foreign
 
 
 # -- refusing before loading ------------------------------------------------------
@@ -139,7 +118,7 @@ def test_generate_is_quiet_and_its_chunks_make_one_file(finished_run, tmp_path):
             capture_output=True, text=True, timeout=300, env=_env(),
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-        assert _foreign_lines(proc.stderr) == [], proc.stderr
+        assert foreign_lines(proc.stderr) == [], proc.stderr
         assert "on CPU" in proc.stderr or "on GPU 0" in proc.stderr
         assert "generating: done, 5,000 rows" in proc.stderr  # not a TTY: plain lines
         outs[chunk_rows] = pd.read_parquet(out)
@@ -254,7 +233,7 @@ def test_score_streams_the_input_and_matches_the_champion(finished_run, tmp_path
         capture_output=True, text=True, timeout=300, env=_env(),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert _foreign_lines(proc.stderr) == [], proc.stderr
+    assert foreign_lines(proc.stderr) == [], proc.stderr
     scores = pd.read_parquet(out)
     frame, _ = read_transactions(sample)
     expected, _ = score_transactions(
@@ -378,7 +357,7 @@ def test_a_dask_worker_that_cannot_see_the_paths_fails_with_one_line(
             last = capsys.readouterr().err.strip().splitlines()[-1]
             assert re.match(
                 r"fraudaug: error: Dask worker tcp://127\.0\.0\.1:\d+: cannot read "
-                r"data/interim/[\w-]+\.parquet",
+                r"data/interim/stages/ingest/\w+/table\.parquet",
                 last,
             )
             assert list((here / "reports").iterdir()) == []  # no run was started

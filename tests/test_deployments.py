@@ -68,7 +68,7 @@ def test_on_demand_run_completes_with_report_artifacts_and_registry(served):
     assert again.returncode == 0, again.stdout + again.stderr
     runs = sorted(p for p in (root / "reports").iterdir() if p.name[:2] == "20")
     second = json.loads((runs[-1] / "metrics.json").read_text())
-    assert second["cached_stages"] == ["ingest", "prepare", "train-gan split 0"]
+    assert second["cached_stages"] == ["ingest", "preprocess", "train-gan split 0"]
     assert second["registry"]["promoted"] is False  # same detector: no clear win
     # The runs' output (in serve's log) is quiet: the device in the project's words,
     # none of TensorFlow's native lines.

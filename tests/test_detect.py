@@ -16,8 +16,8 @@ from pipeline.detect import (
     was_reused,
 )
 from pipeline.errors import ConfigError
-from pipeline.evaluate import compute_metrics, summarise
-from tests.test_gan import TINY
+from pipeline.evaluate import compute_metrics
+from tests.helpers import TINY_GAN as TINY
 
 
 @pytest.fixture(scope="module")
@@ -109,53 +109,6 @@ def test_added_rows_can_weigh_less_than_real_ones(split_data):
 def test_unknown_method():
     with pytest.raises(ConfigError, match="unknown method"):
         make_sampler("gan9000", load_config("smoke").evaluation, random_state=0)
-
-
-def test_summary_has_means_and_intervals():
-    results = [
-        {"method": "none", "split": s, "auprc": a, "roc_auc": 0.9}
-        for s, a in enumerate([0.8, 0.85, 0.9])
-    ]
-    (entry,) = summarise(results)
-    assert entry["auprc_mean"] == pytest.approx(0.85)
-    low, high = entry["auprc_ci95"]
-    assert low < 0.85 < high
-    single = summarise(results[:1])[0]
-    assert single["auprc_ci95"] is None
-
-
-def test_interval_is_clipped_to_the_metric_range():
-    results = [
-        {"method": "none", "split": s, "auprc": a, "roc_auc": r}
-        for s, (a, r) in enumerate([(0.8, 0.99), (0.9, 0.999), (0.6, 0.93)])
-    ]
-    (entry,) = summarise(results)
-    assert entry["roc_auc_ci95"][1] == 1.0
-    assert 0.0 <= entry["auprc_ci95"][0] < entry["auprc_mean"]
-
-
-def test_curves_keep_the_high_precision_corner():
-    import pandas as pd
-
-    from pipeline.evaluate import curve_points
-
-    rng = np.random.default_rng(0)
-    labels = np.r_[np.ones(50, int), np.zeros(20_000, int)]
-    scores = np.r_[rng.uniform(0.5, 1.0, 50), rng.uniform(0.0, 0.6, 20_000)]
-    predictions = pd.DataFrame(
-        {
-            "split": 0,
-            "method": "none",
-            "subset": "test",
-            "row": np.arange(len(labels)),
-            "score": scores,
-        }
-    )
-    pr = curve_points(predictions, labels)["pr"]["none"][0]
-    assert len(pr["x"]) <= 400
-    # Points between recall 0.1 and 0.7 (where precision is still high) survive.
-    mid = [p for r, p in zip(pr["x"], pr["y"], strict=True) if 0.1 < r < 0.7]
-    assert len(mid) > 10 and min(mid) > 0.9
 
 
 def test_a_fit_on_the_same_rows_is_reused_not_repeated(split_data, tmp_path):

@@ -1,10 +1,9 @@
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.metrics import average_precision_score, f1_score
+from sklearn.metrics import f1_score
 
 from pipeline.evaluate import (
-    bootstrap_auprc,
     bootstrap_ci,
     choose_amounts,
     choose_threshold,
@@ -16,9 +15,11 @@ from pipeline.evaluate import (
     precision_at_recall,
     precision_top_k,
     recall_at_precision,
+    summarise,
     summarise_top_k,
     verdict_line,
 )
+from tests.helpers import amount_grid
 
 
 @pytest.fixture(scope="module")
@@ -143,49 +144,13 @@ def test_mean_curves_average_interpolated_precision_over_splits():
     )
 
 
-@pytest.mark.parametrize("ties", [False, True])
-def test_bootstrap_auprc_is_sklearn_on_the_resampled_rows_exactly(scored, ties):
-    """The weighted shortcut gives scikit-learn's AUPRC of each resample bit for
-    bit, with the same draws: the stratified loop it replaced, written out."""
-    y, scores, _ = scored
-    a = np.round(scores, 2) if ties else scores  # ties: many equal scores
-    b = np.round(scores[::-1], 1)  # a second scorer, heavily tied
-    fast = bootstrap_auprc(y, [a, b], n_resamples=40, random_state=7)
-    rng = np.random.default_rng(7)
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    for row in fast:
-        idx = np.concatenate(
-            [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
-        )
-        assert row[0] == average_precision_score(y[idx], a[idx])
-        assert row[1] == average_precision_score(y[idx], b[idx])
-
-
-def _grid(method, split, validation, test):
-    return {
-        "method": method,
-        "split": split,
-        "grid": [
-            {
-                "method": method,
-                "split": split,
-                "sampling_strategy": None if len(validation) == 1 else 0.01 * (i + 1),
-                "n_added": 0 if len(validation) == 1 else 100 * (i + 1),
-                "validation_auprc": v,
-                "auprc": t,
-            }
-            for i, (v, t) in enumerate(zip(validation, test, strict=True))
-        ],
-    }
-
-
 def test_amounts_are_chosen_on_validation_rows_never_on_test():
     fits = [
-        _grid("none", 0, [0.8], [0.8]),
-        _grid("none", 1, [0.7], [0.7]),
+        amount_grid("none", 0, [0.8], [0.8]),
+        amount_grid("none", 1, [0.7], [0.7]),
         # Test AUPRC prefers the last amount everywhere; validation does not.
-        _grid("smote", 0, [0.81, 0.85, 0.80], [0.1, 0.2, 0.9]),
-        _grid("smote", 1, [0.75, 0.70, 0.74], [0.1, 0.2, 0.9]),
+        amount_grid("smote", 0, [0.81, 0.85, 0.80], [0.1, 0.2, 0.9]),
+        amount_grid("smote", 1, [0.75, 0.70, 0.74], [0.1, 0.2, 0.9]),
     ]
     records, choice = choose_amounts(fits, "per_split")
     smote = {r["split"]: r for r in records if r["method"] == "smote"}
@@ -209,8 +174,8 @@ def test_amounts_are_chosen_on_validation_rows_never_on_test():
 
 def test_amounts_follow_the_primary_metric():
     fits = [
-        _grid("smote", 0, [0.9, 0.1], [0.5, 0.5]),
-        _grid("smote", 1, [0.9, 0.1], [0.5, 0.5]),
+        amount_grid("smote", 0, [0.9, 0.1], [0.5, 0.5]),
+        amount_grid("smote", 1, [0.9, 0.1], [0.5, 0.5]),
     ]
     for fit in fits:  # precision top-k on validation prefers the second amount
         for record, value in zip(fit["grid"], (0.2, 0.6), strict=True):
@@ -297,3 +262,48 @@ def test_summarise_top_k_per_method_and_fold(mixed_schema):
     assert none["precision_top_k_ci95"][0] < 0.7 < none["precision_top_k_ci95"][1]
     no_time = mixed_schema.model_copy(update={"time": None})
     assert summarise_top_k(results, 100, no_time) is None
+
+
+def test_summary_has_means_and_intervals():
+    results = [
+        {"method": "none", "split": s, "auprc": a, "roc_auc": 0.9}
+        for s, a in enumerate([0.8, 0.85, 0.9])
+    ]
+    (entry,) = summarise(results)
+    assert entry["auprc_mean"] == pytest.approx(0.85)
+    low, high = entry["auprc_ci95"]
+    assert low < 0.85 < high
+    single = summarise(results[:1])[0]
+    assert single["auprc_ci95"] is None
+
+
+def test_interval_is_clipped_to_the_metric_range():
+    results = [
+        {"method": "none", "split": s, "auprc": a, "roc_auc": r}
+        for s, (a, r) in enumerate([(0.8, 0.99), (0.9, 0.999), (0.6, 0.93)])
+    ]
+    (entry,) = summarise(results)
+    assert entry["roc_auc_ci95"][1] == 1.0
+    assert 0.0 <= entry["auprc_ci95"][0] < entry["auprc_mean"]
+
+
+def test_curves_keep_the_high_precision_corner():
+    from pipeline.evaluate import curve_points
+
+    rng = np.random.default_rng(0)
+    labels = np.r_[np.ones(50, int), np.zeros(20_000, int)]
+    scores = np.r_[rng.uniform(0.5, 1.0, 50), rng.uniform(0.0, 0.6, 20_000)]
+    predictions = pd.DataFrame(
+        {
+            "split": 0,
+            "method": "none",
+            "subset": "test",
+            "row": np.arange(len(labels)),
+            "score": scores,
+        }
+    )
+    pr = curve_points(predictions, labels)["pr"]["none"][0]
+    assert len(pr["x"]) <= 400
+    # Points between recall 0.1 and 0.7 (where precision is still high) survive.
+    mid = [p for r, p in zip(pr["x"], pr["y"], strict=True) if 0.1 < r < 0.7]
+    assert len(mid) > 10 and min(mid) > 0.9

@@ -204,16 +204,18 @@ def test_gan_timeout_fails_the_run_with_one_clear_error(harness, sample_path, tm
             },
         )
     # Its MLflow run is closed as failed, not left running or marked finished.
-    from tests.test_tracking import _runs_named
+    from tests.helpers import mlflow_runs_named
 
     (run_dir,) = [p for p in (tmp_path / "reports").iterdir() if p.name[:2] == "20"]
-    (found,) = _runs_named(run_dir.name)
+    (found,) = mlflow_runs_named(run_dir.name)
     assert found.info.status == "FAILED"
     assert found.data.tags["fraudaug.state"] == "failed"
     # And it registered nothing.
-    from tests.test_tracking import _client
+    from tests.helpers import mlflow_client
 
-    registered = _client().search_model_versions(f"run_id = '{found.info.run_id}'")
+    registered = mlflow_client().search_model_versions(
+        f"run_id = '{found.info.run_id}'"
+    )
     assert list(registered) == []
 
 
@@ -415,9 +417,11 @@ def test_same_seed_data_and_config_give_identical_results(
     assert b["registry"]["promoted"] is False
     assert b["registry"]["comparison"]["diff"] == 0
     assert b["registry"]["champion"]["version"] == a["registry"]["version"]
-    from tests.test_tracking import _client
+    from tests.helpers import mlflow_client
 
-    model = _client(first["tracking_uri"]).get_registered_model("fraudaug-detector")
+    model = mlflow_client(first["tracking_uri"]).get_registered_model(
+        "fraudaug-detector"
+    )
     aliases = {alias: str(version) for alias, version in model.aliases.items()}
     assert aliases == {
         "champion": a["registry"]["version"],

@@ -12,15 +12,7 @@ from pipeline.gan.sampler import GANOverSampler
 from pipeline.gan.storage import load_gan, save_gan
 from pipeline.gan.trained import generate_rows
 from pipeline.gan.trainer import train_cwgan_gp
-
-TINY = {
-    "latent_dim": 8,
-    "generator_widths": (16, 16),
-    "critic_widths": (16, 16),
-    "batch_size": 32,
-    "steps": 12,
-    "n_critic": 2,
-}
+from tests.helpers import TINY_GAN as TINY
 
 
 def test_tf_norm_gradient_at_zero_is_nan_and_safe_norm_is_finite():

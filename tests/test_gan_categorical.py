@@ -9,7 +9,7 @@ import pytest
 from pipeline.config import GANConfig
 from pipeline.gan.batches import make_training_dataset
 from pipeline.gan.encoding import ColumnEncoder, GANColumns
-from tests.test_gan import TINY
+from tests.helpers import TINY_GAN as TINY
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from pipeline.gan.model import ConditionalWGANGP
 from pipeline.gan.networks import build_critic, build_generator
 from pipeline.gan.penalty import gradient_penalty
 from pipeline.gan.trainer import train_cwgan_gp
-from tests.test_gan import TINY
+from tests.helpers import TINY_GAN as TINY
 
 
 def _question_critic(n_features: int, seed: int) -> keras.Model:
@@ -282,7 +282,7 @@ def test_bfloat16_and_xla_options_train_on_cpu():
         from pipeline.config import GANConfig
         from pipeline.gan.trained import generate_rows
         from pipeline.gan.trainer import _Trainer, train_cwgan_gp
-        from tests.test_gan import TINY
+        from tests.helpers import TINY_GAN as TINY
         rng = np.random.default_rng(0)
         X = rng.normal(size=(300, 6)); y = (rng.random(300) < 0.2).astype(int)
         config = GANConfig(

@@ -4,7 +4,6 @@ alias, and the stage cache."""
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -352,34 +351,3 @@ def test_scoring_never_unpickles(setting, store, tmp_path, demo_csv):
     assert proc.returncode == 0, proc.stderr
     assert "scored 3,000 rows with models:/fraudaug-detector/1" in proc.stdout
     assert out.read_text().startswith('"row","fraud_probability","flagged"')
-
-
-def test_stage_cache_reuses_and_recomputes_deleted_files(tmp_path, sample_path):
-    from pipeline.config import load_config
-    from pipeline.stages import stage_ingest, stage_prepare
-
-    cache = tmp_path / "cache"
-    first = stage_ingest(sample_path, cache)
-    assert first["cached"] is False
-    again = stage_ingest(sample_path, cache)
-    assert again["cached"] is True and again["sha256"] == first["sha256"]
-    assert again["rows"] == 20_000 and again["frauds"] == 492
-    config = load_config("smoke")
-    a = stage_prepare(again["frame_path"], tmp_path / "run-a", config, [1], cache)
-    b = stage_prepare(again["frame_path"], tmp_path / "run-b", config, [1], cache)
-    assert (a["cached"], b["cached"]) == (False, True)
-    assert (tmp_path / "run-a" / "splits.parquet").read_bytes() == (
-        tmp_path / "run-b" / "splits.parquet"
-    ).read_bytes()
-    # Another seed is another key.
-    c = stage_prepare(again["frame_path"], tmp_path / "run-c", config, [2], cache)
-    assert c["cached"] is False
-    # A cached result whose files were deleted is recomputed, not trusted.
-    for entry in (cache / "stages" / "prepare").iterdir():
-        (entry / "splits.parquet").unlink()
-    d = stage_prepare(again["frame_path"], tmp_path / "run-d", config, [1], cache)
-    assert d["cached"] is False
-    # A changed cached Parquet is not trusted either.
-    parquet = Path(first["frame_path"])
-    parquet.write_bytes(parquet.read_bytes()[:-10])
-    assert stage_ingest(sample_path, cache)["cached"] is False

@@ -71,13 +71,13 @@ def test_two_runs_at_once_on_the_same_folders(tmp_path, sample_path):
     first = _run(tmp_path, sample_path)
     second = _run(tmp_path, sample_path)  # same data and config: the same run key
     outs = [p.communicate(timeout=900) for p in (first, second)]
-    from tests.test_commands import _foreign_lines
+    from tests.helpers import foreign_lines
 
     for proc, (_, err) in zip((first, second), outs, strict=True):
         assert proc.returncode == 0, err[-3000:]
         # A run from the command line is quiet: only its own and the flow's
         # lines, the device said once, none of TensorFlow's native lines.
-        assert _foreign_lines(err) == [], err[-3000:]
+        assert foreign_lines(err) == [], err[-3000:]
         assert (
             err.count("GAN training on CPU") + err.count("GAN training on GPU 0") == 1
         )

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 
@@ -12,25 +11,11 @@ import pytest
 
 from pipeline.errors import ConfigError
 from pipeline.tracking import (
-    EXPERIMENT,
     check_tracking_uri,
     flatten,
     resolve_tracking_uri,
 )
-
-
-def _client(uri: str | None = None):
-    from mlflow.tracking import MlflowClient
-
-    return MlflowClient(uri or os.environ["MLFLOW_TRACKING_URI"])
-
-
-def _runs_named(run_id: str, uri: str | None = None):
-    client = _client(uri)
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    return client.search_runs(
-        [experiment.experiment_id], filter_string=f"tags.`fraudaug.run_id` = '{run_id}'"
-    )
+from tests.helpers import mlflow_client, mlflow_runs_named
 
 
 def test_where_runs_are_tracked(tmp_path, monkeypatch):
@@ -67,7 +52,7 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
     result, reports = finished_run
     run_dir = reports / result["run_id"]
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    (found,) = _runs_named(result["run_id"], result["tracking_uri"])
+    (found,) = mlflow_runs_named(result["run_id"], result["tracking_uri"])
     assert metrics["tracking"]["run_id"] == found.info.run_id
     assert found.info.status == "FINISHED"
     tags, params = found.data.tags, found.data.params
@@ -85,7 +70,7 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
         assert logged[f"{summary['method']}.auprc_mean"] == pytest.approx(
             summary["auprc_mean"]
         )
-    client = _client(result["tracking_uri"])
+    client = mlflow_client(result["tracking_uri"])
     history = client.get_metric_history(found.info.run_id, "none.auprc")
     assert [m.step for m in history] == list(range(metrics["n_splits"]))
     curve = client.get_metric_history(found.info.run_id, "gan.split0.critic_loss")

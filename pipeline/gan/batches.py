@@ -11,26 +11,26 @@ from pipeline.errors import DataValidationError
 
 def batch_composition(
     counts: np.ndarray,
-    target_fraction: float,
+    fraud_fraction: float,
     batch_size: int,
-    targets: list[int] | None = None,
+    fraud_labels: list[int] | None = None,
 ) -> np.ndarray:
     """Rows of each class in a training batch ("training-by-sampling").
 
-    The target classes (those to generate; by default the class with the fewest
-    rows, fraud) share ``target_fraction`` of the batch equally; the other classes
-    share the rest. 1.0 trains on the target classes alone.
+    The fraud classes (those to generate; by default the class with the fewest
+    rows) share ``fraud_fraction`` of the batch equally; the other classes
+    share the rest. 1.0 trains on the fraud classes alone.
     """
     counts = np.asarray(counts)
     n_classes = len(counts)
-    targets = sorted(targets) if targets else [int(np.argmin(counts))]
-    others = [k for k in range(n_classes) if k not in targets]
+    fraud_labels = sorted(fraud_labels) if fraud_labels else [int(np.argmin(counts))]
+    others = [k for k in range(n_classes) if k not in fraud_labels]
     shares = np.zeros(n_classes)
-    shares[targets] = target_fraction / len(targets)
+    shares[fraud_labels] = fraud_fraction / len(fraud_labels)
     if others:
-        shares[others] = (1.0 - target_fraction) / len(others)
+        shares[others] = (1.0 - fraud_fraction) / len(others)
     rows = np.floor(shares * batch_size).astype(int)
-    rows[targets[0]] += batch_size - rows.sum()
+    rows[fraud_labels[0]] += batch_size - rows.sum()
     return rows
 
 
@@ -43,7 +43,7 @@ def make_training_dataset(
     fraud_fraction: float,
     seed: int,
     start_step: int = 0,
-    targets: list[int] | None = None,
+    fraud_labels: list[int] | None = None,
     dequantize: tuple | None = None,
     condition: tuple[np.ndarray, int] | None = None,
 ) -> tf.data.Dataset:
@@ -75,7 +75,7 @@ def make_training_dataset(
     y = np.asarray(y).astype(np.int64)
     n_classes = max(int(y.max()) + 1, 2)
     counts = np.bincount(y, minlength=n_classes)
-    composition = batch_composition(counts, fraud_fraction, batch_size, targets)
+    composition = batch_composition(counts, fraud_fraction, batch_size, fraud_labels)
     if any(n > 0 and c == 0 for n, c in zip(composition, counts, strict=True)):
         raise DataValidationError(
             "GAN training batches need rows of every class they draw from "

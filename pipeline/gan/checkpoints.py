@@ -10,10 +10,11 @@ import numpy as np
 
 from pipeline.artifacts import atomic_path
 from pipeline.errors import ArtifactError
-
-CHECKPOINT_ARRAYS = "checkpoint.npz"
-CHECKPOINT_STATE = "checkpoint.json"
-BEST_ARRAYS = "best.npz"
+from pipeline.layout import (  # noqa: F401 (the trainer's checkpoint files)
+    BEST_ARRAYS,
+    CHECKPOINT_ARRAYS,
+    CHECKPOINT_STATE,
+)
 
 
 def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline import layout
 from pipeline.artifacts import MANIFEST, load_json, verify_artifact
 from pipeline.errors import ConfigError
 from pipeline.gan.storage import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
 from pipeline.gan.trained import SAMPLE_BLOCK
 from pipeline.preprocess import TabularTransformer
 from pipeline.schema import TableSchema, parse_where
+from pipeline.streaming import CHUNK_ROWS
 
-CHUNK_ROWS = 32_768
-"""Rows per chunk of :func:`iter_transactions` (a Parquet row group, ~8 MB)."""
 MIN_WHERE_SHARE = 1e-3
 """``--where`` on a column the GAN was not conditioned on keeps the generated rows
 of that category; below this share of them it gives up."""
@@ -27,12 +27,13 @@ def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
     """The GAN folder of one split of a run, after checking its files against the
     run's manifest (a changed file is refused with ``ArtifactError``)."""
     run_dir = Path(run_dir)
-    gan_dir = run_dir / f"split-{split}" / "gan"
+    gan_dir = layout.gan_dir(run_dir, split)
+    inside = gan_dir.relative_to(run_dir).as_posix()
     if (run_dir / MANIFEST).is_file():
-        verify_artifact(run_dir, f"split-{split}/gan/{META_FILE}")
+        verify_artifact(run_dir, f"{inside}/{META_FILE}")
         meta = load_json(gan_dir / META_FILE)
         for name in (*gan_files(meta), TRANSFORMER_FILE):
-            verify_artifact(run_dir, f"split-{split}/gan/{name}")
+            verify_artifact(run_dir, f"{inside}/{name}")
     return gan_dir
 
 

@@ -16,7 +16,7 @@ from sklearn.utils import check_random_state
 from pipeline.config import GANConfig
 from pipeline.errors import ArtifactError
 from pipeline.gan.encoding import GANColumns
-from pipeline.gan.storage import data_fingerprint, load_gan
+from pipeline.gan.storage import data_fingerprint, load_gan_once
 from pipeline.gan.trainer import train_cwgan_gp
 
 
@@ -92,7 +92,7 @@ class GANOverSampler(BaseOverSampler):
         # The GAN is conditioned on class indices; any labels (strings too) work.
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if self.pretrained is not None:
-            self.gan_ = load_gan(self.pretrained)
+            self.gan_ = load_gan_once(self.pretrained)
             if self.gan_.fingerprint != data_fingerprint(X, y_index):
                 raise ArtifactError(
                     f"{self.pretrained}: this GAN was fitted on other rows than the "
@@ -101,7 +101,7 @@ class GANOverSampler(BaseOverSampler):
         else:
             config = GANConfig(**(self.gan_params or {}))
             # The classes to generate are the ones the batches concentrate on.
-            targets = [
+            fraud_labels = [
                 int(np.searchsorted(self.classes_, label))
                 for label, n in self.sampling_strategy_.items()
                 if n > 0
@@ -116,7 +116,7 @@ class GANOverSampler(BaseOverSampler):
                 y_index,
                 config,
                 random_state=train_seed,
-                targets=targets or None,
+                fraud_labels=fraud_labels or None,
                 columns=columns,
             )
         X_parts, y_parts = [X], [np.asarray(y)]

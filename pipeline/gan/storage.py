@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,15 @@ from pipeline.errors import ArtifactError
 from pipeline.gan import networks  # noqa: F401 (registers GumbelSoftmax for loading)
 from pipeline.gan.encoding import ColumnEncoder
 from pipeline.gan.trained import Conditions, TrainedGAN
-
-GENERATOR_FILE = "generator.keras"
-META_FILE = "gan.json"
-HISTORY_FILE = "history.json"
-TRANSFORMER_FILE = "transformer.json"
-ENCODER_FILE = "encoder.json"
-CRITIC_FILE = "critic.keras"
-FILTER_FILE = "filter.ubj"
+from pipeline.layout import (
+    CRITIC_FILE,
+    ENCODER_FILE,
+    FILTER_FILE,
+    GENERATOR_FILE,
+    HISTORY_FILE,
+    TRANSFORMER_FILE,
+)
+from pipeline.layout import GAN_META_FILE as META_FILE
 
 
 def data_fingerprint(X: np.ndarray, y: np.ndarray) -> str:
@@ -98,6 +100,29 @@ def _load_keras(path: Path) -> keras.Model:
         raise ArtifactError(
             f"{path}: cannot load ({type(exc).__name__}: {first[:300]})"
         ) from exc
+
+
+_LOADED: dict[tuple[str, int, int], TrainedGAN] = {}
+_LOADING = threading.Lock()
+
+
+def load_gan_once(directory: str | Path) -> TrainedGAN:
+    """:func:`load_gan`, once per process for a folder whose ``gan.json`` is
+    unchanged: the detector fits of every amount and the fidelity of one split
+    share one loaded GAN (sampling draws from the ``random_state`` it is given,
+    so sharing does not change the rows)."""
+    meta = Path(directory).resolve() / META_FILE
+    try:
+        stat = meta.stat()
+    except OSError:
+        return load_gan(directory)  # its one-line error
+    key = (str(meta), stat.st_mtime_ns, stat.st_size)
+    with _LOADING:
+        if key not in _LOADED:
+            if len(_LOADED) >= 4:  # a run holds one GAN per split
+                _LOADED.pop(next(iter(_LOADED)))
+            _LOADED[key] = load_gan(directory)
+        return _LOADED[key]
 
 
 def load_gan(directory: str | Path) -> TrainedGAN:

@@ -60,7 +60,7 @@ class _Trainer:
         y,
         config: GANConfig,
         random_state: int,
-        targets=None,
+        fraud_labels=None,
         columns: GANColumns | None = None,
     ):
         columns = columns or GANColumns()
@@ -68,8 +68,8 @@ class _Trainer:
         self.y = np.asarray(y).astype(np.int64)
         self.n_classes = max(int(self.y.max()) + 1, 2)
         counts = np.bincount(self.y, minlength=self.n_classes)
-        self.minority = int(np.argmin(counts))
-        self.targets = targets
+        self.fraud_label = int(np.argmin(counts))
+        self.fraud_labels = fraud_labels
         self.config = config
         self.random_state = int(random_state)
         seeds = np.random.SeedSequence(random_state).generate_state(5)
@@ -78,7 +78,7 @@ class _Trainer:
         # The encoding is fitted on the classes the batches draw from (with
         # fraud_fraction 1.0: the frauds alone).
         drawn = batch_composition(
-            counts, config.fraud_fraction, config.batch_size, targets
+            counts, config.fraud_fraction, config.batch_size, fraud_labels
         )
         self.encoder = ColumnEncoder(
             config.encoding,
@@ -166,7 +166,7 @@ class _Trainer:
         self.selector = ModelSelection(
             self.encoder,
             latent_dim=config.latent_dim,
-            label=self.minority,
+            label=self.fraud_label,
             temperature=config.temperature,
             random_state=self.select_seed,
             conditions=self.conditions,
@@ -338,7 +338,7 @@ class _Trainer:
                     fraud_fraction=self.config.fraud_fraction,
                     seed=self.data_seed,
                     start_step=self.step,
-                    targets=self.targets,
+                    fraud_labels=self.fraud_labels,
                     dequantize=self.dequantize,
                     condition=None
                     if self.conditions is None
@@ -433,7 +433,7 @@ def train_cwgan_gp(
     validation: np.ndarray | None = None,
     checkpoint_dir: str | Path | None = None,
     log_every: int | None = None,
-    targets: list[int] | None = None,
+    fraud_labels: list[int] | None = None,
     columns: GANColumns | None = None,
 ) -> TrainedGAN:
     """Fit a conditional WGAN-GP on ``(X, y)`` (model space, class indices).
@@ -457,7 +457,7 @@ def train_cwgan_gp(
         an interrupted run with the same data, seed and config is resumed.
     log_every : int, optional
         Steps between progress lines and loss-curve points (default: ~40 points).
-    targets : list of int, optional
+    fraud_labels : list of int, optional
         The classes that will be generated (default: the rarest class); they get
         ``config.fraud_fraction`` of every batch.
     columns : GANColumns, optional
@@ -484,7 +484,7 @@ def train_cwgan_gp(
     eval_every = config.eval_every or max(log_every, config.steps // 10)
     # Checks happen at chunk ends, so round the interval to whole chunks.
     eval_every = max(log_every, eval_every // log_every * log_every)
-    trainer = _Trainer(X, y, config, random_state, targets, columns)
+    trainer = _Trainer(X, y, config, random_state, fraud_labels, columns)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     if checkpoint_dir is not None:
         trainer.try_resume(checkpoint_dir, fingerprint)
@@ -536,7 +536,7 @@ def train_cwgan_gp(
             "temperature": config.temperature,
             "filter": config.filter,
             "filter_share": config.filter_share,
-            "filter_label": trainer.minority,
+            "filter_label": trainer.fraud_label,
             "random_state": int(random_state),
             "config": config.model_dump(mode="json"),
         },
@@ -545,6 +545,9 @@ def train_cwgan_gp(
         trained.filter_model = trainer.critic
     elif config.filter == "classifier":
         trained.filter_model = fit_filter_classifier(
-            trained, X[y == trainer.minority], trainer.minority, trainer.select_seed
+            trained,
+            X[y == trainer.fraud_label],
+            trainer.fraud_label,
+            trainer.select_seed,
         )
     return trained
