@@ -392,7 +392,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise missing_model(args.model_uri, alias, f"{database} does not exist")
     from pipeline.artifacts import TableWriter
     from pipeline.ingest import iter_unlabelled
-    from pipeline.registry import RegisteredScorer
+    from pipeline.scoring import RegisteredScorer
     from pipeline.streaming import RowProgress, prefetched
 
     scorer = RegisteredScorer(args.model_uri, tracking_uri)

@@ -761,9 +761,9 @@ def stage_monitor(
 ) -> dict[str, Any]:
     """Score the registered champion on split 0's test rows (out of time: the
     newest test window) before anything trains; see
-    :func:`pipeline.registry.monitor_champion`. A drop beyond
+    :func:`pipeline.champion.monitor_champion`. A drop beyond
     ``registry.alert_drop`` is logged as a warning."""
-    from pipeline.registry import monitor_champion
+    from pipeline.champion import monitor_champion
 
     rows = subset_rows(load_parquet(splits_path), 0, "test")
     result = monitor_champion(

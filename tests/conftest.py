@@ -347,3 +347,40 @@ def finished_run(harness, sample_path, tmp_path_factory, mlflow_server):
         tracking_uri=mlflow_server,
     )
     return {**result, "tracking_uri": mlflow_server}, reports
+
+
+@pytest.fixture(scope="module")
+def candidates(demo_frame, tmp_path_factory):
+    """Registry candidates: two detectors on the demo rows, a good one (all
+    features) and a weak one (trained with most features zeroed), saved as UBJ,
+    with their transformer."""
+    import numpy as np
+    from xgboost import XGBClassifier
+
+    from pipeline.artifacts import save_json
+    from pipeline.preprocess import TabularTransformer
+
+    root = tmp_path_factory.mktemp("candidates")
+    frame = demo_frame.reset_index(drop=True)
+    y = frame["Class"].to_numpy()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(frame))
+    fit_rows, test_rows = order[:2000], order[2000:]
+    transformer = TabularTransformer().fit(frame.iloc[fit_rows])
+    save_json(root / "transformer.json", transformer.to_dict())
+    X = transformer.transform(frame)
+    paths = {}
+    for name, cols in (("good", slice(None)), ("weak", slice(0, 2))):
+        Xf = np.zeros_like(X)
+        Xf[:, cols] = X[:, cols]
+        model = XGBClassifier(n_estimators=30, max_depth=3, random_state=0)
+        model.fit(Xf[fit_rows], y[fit_rows])
+        model.save_model(root / f"{name}.ubj")
+        paths[name] = root / f"{name}.ubj"
+    return frame, fit_rows, test_rows, root, paths, transformer
+
+
+@pytest.fixture
+def mlflow_store(tmp_path):
+    """A fresh embedded store for one test."""
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -77,3 +77,54 @@ def amount_grid(method, split, validation, test, **extra):
             for i, (v, t) in enumerate(zip(validation, test, strict=True))
         ],
     }
+
+
+def offer_challenger(
+    store, candidates, name, run_id, margin=0.0, metrics=None, **decision
+):
+    """One pipeline run's registry step: its MLflow run, then the challenger
+    (``candidates``: the ``candidates`` fixture; ``name``: good or weak)."""
+    import numpy as np  # noqa: F401
+    from xgboost import XGBClassifier
+
+    from pipeline.registry import record_challenger
+    from pipeline.tracking import finish_tracking, start_tracking
+
+    frame, fit_rows, test_rows, root, paths, transformer = candidates
+    model = XGBClassifier()
+    model.load_model(paths[name])
+    X = transformer.transform(frame.iloc[test_rows])
+    if name == "weak":
+        X[:, 2:] = 0
+    mlflow_run = start_tracking(
+        store, run_name=run_id, config={}, tags={"fraudaug.run_id": run_id}
+    )
+    try:
+        return record_challenger(
+            mlflow_run,
+            run_id=run_id,
+            method=name,
+            detector_path=paths[name],
+            transformer_path=root / "transformer.json",
+            schema=transformer.schema,
+            threshold=0.5,
+            metrics=metrics or {"auprc": 0.0},
+            data_sha256="sha-of-demo",
+            frame=frame,
+            fit_rows=fit_rows,
+            test_rows=test_rows,
+            test_scores=model.predict_proba(X)[:, 1],
+            margin=margin,
+            n_resamples=100,
+            random_state=0,
+            **decision,
+        )
+    finally:
+        finish_tracking(mlflow_run)
+
+
+def registry_aliases(store):
+    from pipeline.registry import MODEL_NAME
+
+    model = mlflow_client(store).get_registered_model(MODEL_NAME)
+    return {alias: str(version) for alias, version in model.aliases.items()}

@@ -220,7 +220,7 @@ def test_batches_are_the_file_and_errors_name_the_files_row(tmp_path, sample_pat
 
 @pytest.mark.slow
 def test_score_streams_the_input_and_matches_the_champion(finished_run, tmp_path):
-    from pipeline.registry import score_transactions
+    from pipeline.scoring import score_transactions
 
     result, reports = finished_run
     metrics = json.loads((reports / result["run_id"] / "metrics.json").read_text())

@@ -264,7 +264,7 @@ def test_score_by_alias_keeps_ids_and_counts_unseen_categories(
     assert np.isfinite(scores["fraud_probability"]).all()
     # The same rows scored in Python give the same numbers.
     from pipeline.ingest import validate_frame
-    from pipeline.registry import score_transactions
+    from pipeline.scoring import score_transactions
 
     schema = _registered_schema(mixed_run)
     frame = validate_frame(new, path, schema=schema, labelled=False)
