@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run as prefect_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from pipeline import layout, partitions, runs, stages, tracking
+from pipeline import interrupts, layout, partitions, runs, stages, tracking
 from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
 from pipeline.memory import limit_malloc_arenas
@@ -401,10 +401,8 @@ def fraud_augmentation(
         )
         publish(str(run_dir), written["report"])
         status = "FINISHED"
-    except Exception:
-        raise  # FAILED
-    except BaseException:  # Ctrl-C, SIGTERM, Prefect's cancellation
-        status = "KILLED"
+    except BaseException as exc:  # FAILED, or KILLED: Ctrl-C, SIGTERM, a cancel
+        status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
         raise
     finally:
         tracking.finish_tracking(mlflow_run, status)

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline import layout
+from pipeline import interrupts, layout
 from pipeline.config import PROFILES
 from pipeline.errors import ConfigError, DataValidationError, PipelineError
 from pipeline.paths import (
@@ -705,15 +705,6 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-class _Terminated(BaseException):
-    """SIGTERM during ``run``, ``generate`` or ``score``: unwind, so nothing is left
-    half-written and a run's MLflow run is closed as KILLED."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise _Terminated
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "models", None) is not None:
@@ -742,7 +733,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = None
     if args.command in ("run", "generate", "score"):
         with contextlib.suppress(ValueError):  # not the main thread: leave it
-            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+            previous = signal.signal(signal.SIGTERM, interrupts.on_sigterm)
     try:
         return args.func(args)
     except PipelineError as exc:
@@ -752,19 +743,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"fraudaug: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except (KeyboardInterrupt, _Terminated) as exc:
-        how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "terminated"
+    except (KeyboardInterrupt, interrupts.Terminated, Exception) as exc:
+        if not interrupts.stopped_by(exc):
+            raise  # a bug: its traceback
+        interrupted = isinstance(exc, KeyboardInterrupt)
         after = (
             "the run stopped (its MLflow run is marked KILLED; the same command "
             "resumes it)"
             if args.command == "run"
             else "nothing was written"
         )
-        print(f"fraudaug: {how}; {after}", file=sys.stderr)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 143
+        print(
+            f"fraudaug: {'interrupted' if interrupted else 'terminated'}; {after}",
+            file=sys.stderr,
+        )
+        return 130 if interrupted else 143
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+            interrupts.clear()
 
 
 if __name__ == "__main__":

@@ -8,12 +8,10 @@ transformer and the split's number); :func:`load_split_data` reads them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pipeline import layout
 from pipeline.artifacts import load_json, load_parquet
 from pipeline.preprocess import TabularTransformer, subset_rows
 
@@ -29,16 +27,6 @@ class SplitInputs:
     splits_path: str
     transformer_path: str
     split: int
-
-    @classmethod
-    def of_run(cls, frame_path: str | Path, run_dir: str | Path, split: int):
-        """Split ``split`` of the run in ``run_dir`` (its splits, its transformer)."""
-        return cls(
-            str(frame_path),
-            str(Path(run_dir) / layout.SPLITS_FILE),
-            str(layout.transformer_path(run_dir, split)),
-            split,
-        )
 
     def load(self) -> dict[str, Any]:
         """The split's rows (:func:`load_split_data`)."""
