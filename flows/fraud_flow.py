@@ -1,4 +1,4 @@
-"""The Prefect flow ``fraud-augmentation``: one thin task per pipeline stage.
+"""The Prefect flow ``fraud-augmentation``: one task per pipeline stage.
 
 Tasks pass paths and small dicts; all the work is in :mod:`pipeline.stages`.
 """
@@ -28,7 +28,7 @@ FLOW_NAME = "fraud-augmentation"
 
 
 # Stages cache their own results, content-addressed and hash-checked
-# (pipeline.stages: ingest, prepare, train-gan), so Prefect's task cache stays off.
+# (pipeline.stages: ingest, preprocess, train-gan), so Prefect's task cache stays off.
 
 
 def _retry_io_only(task, task_run, state) -> bool:

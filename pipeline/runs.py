@@ -4,7 +4,7 @@ index.
 
 Layout of ``reports/``::
 
-    <run_id>/            one run (see :mod:`pipeline.stages` for what is inside)
+    <run_id>/            one run (see :mod:`pipeline.layout` for what is inside)
         run.json         what identifies it: the data's sha256 and the config
         .lock            held (with the holder's pid) while the run is running
     latest               symlink to the newest finished run (``LATEST`` where
