@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -73,11 +73,14 @@ def atomic_path(path: str | Path, suffix: str | None = None) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_dir(path: str | Path, *, replace: bool = True) -> Iterator[Path]:
+def atomic_dir(
+    path: str | Path, *, replace: bool | Callable[[], bool] = True
+) -> Iterator[Path]:
     """Yield a temporary folder beside ``path``; rename it into place on success.
 
     An existing ``path`` is replaced, or kept as it is with ``replace=False`` (the
-    new copy is then dropped). On an exception the temporary folder is removed.
+    new copy is then dropped); a callable ``replace`` is asked once the new copy
+    is complete. On an exception the temporary folder is removed.
     """
     import shutil
 
@@ -86,7 +89,7 @@ def atomic_dir(path: str | Path, *, replace: bool = True) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         yield tmp
-        if path.exists() and not replace:
+        if path.exists() and not (replace() if callable(replace) else replace):
             shutil.rmtree(tmp)
             return
         shutil.rmtree(path, ignore_errors=True)

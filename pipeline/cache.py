@@ -15,12 +15,12 @@ import contextlib
 import hashlib
 import json
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pipeline.artifacts import (
+    atomic_dir,
     atomic_path,
     file_sha256,
     load_json,
@@ -85,20 +85,9 @@ def cache_filling(entry: Path) -> Iterator[Path]:
     success ``done.json`` records them and the folder becomes ``entry`` whole (or
     nothing is left on an error). An entry another process completed meanwhile
     is kept as it is (a run may be reading it) and the new copy dropped."""
-    entry = Path(entry)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
-    try:
+    with atomic_dir(entry, replace=lambda: not cache_valid(entry)) as tmp:
         yield tmp
         _record_files(tmp)
-        if cache_valid(entry):
-            shutil.rmtree(tmp)
-            return
-        shutil.rmtree(entry, ignore_errors=True)
-        tmp.rename(entry)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def cache_put(entry: Path, files: dict[str, Path]) -> None:

@@ -384,3 +384,15 @@ def candidates(demo_frame, tmp_path_factory):
 def mlflow_store(tmp_path):
     """A fresh embedded store for one test."""
     return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+@pytest.fixture(scope="session")
+def scored():
+    """60 frauds and 3,000 normal rows with a detector's scores and amounts."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(60, int), np.zeros(3000, int)]
+    scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
+    amount = rng.lognormal(3, 1, len(y))
+    return y, scores, amount

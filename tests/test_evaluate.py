@@ -22,15 +22,6 @@ from pipeline.evaluate import (
 from tests.helpers import amount_grid
 
 
-@pytest.fixture(scope="module")
-def scored():
-    rng = np.random.default_rng(0)
-    y = np.r_[np.ones(60, int), np.zeros(3000, int)]
-    scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
-    amount = rng.lognormal(3, 1, len(y))
-    return y, scores, amount
-
-
 def test_threshold_maximises_f1(scored):
     y, scores, _ = scored
     t = choose_threshold(y, scores)

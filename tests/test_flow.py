@@ -286,41 +286,20 @@ def test_generate_writes_kaggle_rows_from_the_run(finished_run, tmp_path):
     from pipeline.cli import main
 
     result, reports = finished_run
+
+    def generate(out):
+        argv = ["generate", "--run", str(reports / "latest"), "-n", "500"]
+        assert main([*argv, "--out", str(out)]) == 0
+
     out = tmp_path / "gen.csv"
-    assert (
-        main(
-            [
-                "generate",
-                "--run",
-                str(reports / "latest"),
-                "-n",
-                "500",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    generate(out)
     frame = pd.read_csv(out)
     assert list(frame.columns) == list(KAGGLE.names) and len(frame) == 500
     assert (frame["Class"] == 1).all() and (frame["Amount"] >= 0).all()
     assert (frame["Amount"] == frame["Amount"].round(2)).all()
     assert out.read_text().startswith('"Time","V1"')
     again = tmp_path / "again.parquet"
-    assert (
-        main(
-            [
-                "generate",
-                "--run",
-                str(reports / "latest"),
-                "-n",
-                "500",
-                "--out",
-                str(again),
-            ]
-        )
-        == 0
-    )
+    generate(again)
     pd.testing.assert_frame_equal(pd.read_parquet(again), frame, check_dtype=False)
 
 

@@ -14,14 +14,6 @@ from pipeline.statistics import (
 )
 
 
-@pytest.fixture(scope="module")
-def scored():
-    rng = np.random.default_rng(0)
-    y = np.r_[np.ones(60, int), np.zeros(3000, int)]
-    scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
-    return y, scores
-
-
 def test_t_interval_is_the_textbook_one():
     values = np.array([0.8, 0.85, 0.9, 0.7])
     sd, (low, high) = t_interval(values)
@@ -61,7 +53,7 @@ def test_percentile_interval_and_day_bootstrap():
 def test_bootstrap_auprc_is_sklearn_on_the_resampled_rows_exactly(scored, ties):
     """The weighted shortcut gives scikit-learn's AUPRC of each resample bit for
     bit, with the same draws: the stratified loop it replaced, written out."""
-    y, scores = scored
+    y, scores, _ = scored
     a = np.round(scores, 2) if ties else scores  # ties: many equal scores
     b = np.round(scores[::-1], 1)  # a second scorer, heavily tied
     fast = bootstrap_auprc(y, [a, b], n_resamples=40, random_state=7)
