@@ -143,6 +143,8 @@ def _read_raw(
             return pd.read_csv(
                 _decompressed(path, raw), encoding="utf-8-sig", dtype=text
             )
+    except DataValidationError:
+        raise  # already one line (_decompressed)
     except pd.errors.EmptyDataError as exc:
         raise DataValidationError(f"{path}: file is empty; expected a header") from exc
     except pd.errors.ParserError as exc:

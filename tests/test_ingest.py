@@ -131,6 +131,22 @@ def test_unreadable_files(tmp_path, name, content, pattern):
         read_transactions(path)
 
 
+def test_a_zip_of_several_files_is_refused_by_both_readers(tmp_path, demo_frame):
+    """The eager and the streaming reader open compressed input one way."""
+    from pipeline.ingest import iter_unlabelled
+
+    path = tmp_path / "two.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("a.csv", demo_frame.head(50).to_csv(index=False))
+        zf.writestr("b.csv", demo_frame.head(50).to_csv(index=False))
+    message = f"{path}: a zip must hold one CSV file; found 2"
+    with pytest.raises(DataValidationError) as eager:
+        read_transactions(path)
+    with pytest.raises(DataValidationError) as streaming:
+        list(iter_unlabelled(path))
+    assert str(eager.value) == str(streaming.value) == message
+
+
 def test_truncated_gzip(tmp_path, demo_frame):
     path = tmp_path / "t.csv.gz"
     path.write_bytes(gzip.compress(demo_frame.to_csv(index=False).encode())[:-2000])
