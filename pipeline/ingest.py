@@ -566,7 +566,6 @@ def validate_frame(
 
 BATCH_BYTES = 16 << 20
 """Bytes of CSV text per batch of :func:`iter_unlabelled` (about 30,000 Kaggle rows)."""
-"""Rows per batch of a Parquet file in :func:`iter_unlabelled`."""
 # pyarrow's (and pandas') spellings of a missing value, lower-cased.
 _CSV_NULLS = {
     "",

@@ -84,7 +84,6 @@ def offer_challenger(
 ):
     """One pipeline run's registry step: its MLflow run, then the challenger
     (``candidates``: the ``candidates`` fixture; ``name``: good or weak)."""
-    import numpy as np  # noqa: F401
     from xgboost import XGBClassifier
 
     from pipeline.registry import record_challenger
