@@ -20,6 +20,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pipeline import interrupts, layout, partitions, runs, stages, tracking
 from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
+from pipeline.evaluate import failed_methods
 from pipeline.memory import limit_malloc_arenas
 from pipeline.schema import load_schema
 from pipeline.split_data import SplitInputs
@@ -412,7 +413,19 @@ def fraud_augmentation(
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])
-    return {"run_id": run_id, **written}
+    failed = failed_methods(metrics["failures"])
+    if metrics["failures"]:
+        logger.warning(
+            "completed with failures: %s",
+            "; ".join(f"{m} ({why})" for m, why in failed.items())
+            or f"{len(metrics['failures'])} fit(s) at some amounts",
+        )
+    return {
+        "run_id": run_id,
+        **written,
+        "status": metrics["status"],
+        "failed_methods": failed,
+    }
 
 
 def with_task_runner(kind: str = "threads", address: str | None = None):

@@ -41,6 +41,11 @@ logger = logging.getLogger("pipeline.cli")
 
 DEFAULT_DATA = "data/raw/creditcard.csv"
 
+EXIT_COMPLETED_WITH_FAILURES = 3
+"""``fraudaug run``'s exit code when the run completed (report, registry, index)
+but some method's fit failed: the method is marked failed, and why, in the
+report and ``metrics.json`` (``status``, ``failures``)."""
+
 # Settings that must be in place before Prefect is imported (see the README).
 PREFECT_ENV = {
     "DO_NOT_TRACK": "1",
@@ -276,6 +281,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         schema_path=args.schema,
     )
     print(result["report"])
+    if result.get("status") == "completed_with_failures":
+        failed = result.get("failed_methods") or {}
+        print(
+            "fraudaug: completed with failures: "
+            + (
+                "; ".join(f"{m} left out ({why})" for m, why in failed.items())
+                if failed
+                else "some amounts of a method failed"
+            )
+            + " (see the report)",
+            file=sys.stderr,
+        )
+        return EXIT_COMPLETED_WITH_FAILURES
     return 0
 
 

@@ -70,6 +70,10 @@ def make_detector(
 NOT_RESAMPLED = ("none", "class_weight")
 """Methods that add no rows (their amount grid is a single point)."""
 
+NEIGHBOURHOOD_SAMPLERS = ("borderline_smote", "adasyn")
+"""Samplers that generate only where a fraud's neighbourhood holds normal rows:
+when they find no such fraud they add nothing, at any amount."""
+
 
 def amount_targets(y: np.ndarray, evaluation: EvaluationConfig) -> list[int]:
     """Minority rows after resampling to try: the real training frauds times
@@ -146,13 +150,24 @@ class OneHotOverSampler(BaseOverSampler):
 class TolerantADASYN(ADASYN):
     """imbalanced-learn's ADASYN, except that where it raises because no fraud has
     a normal row among its neighbours (every density ratio is 0: nothing to
-    generate), it adds no rows and says so, instead of failing the run."""
+    generate), it adds no rows and says so, instead of failing the run.
+
+    imbalanced-learn says so in two ways: a ``RuntimeError`` ("Not any neigbours
+    belong to the majority class …", its spelling) when no fraud has a normal
+    neighbour (frauds in near-identical bursts, as card-testing makes them), and a
+    ``ValueError`` ("No samples will be generated …") when the ratios round to no
+    row at all."""
+
+    _NOTHING_TO_GENERATE = (
+        "No samples will be generated",
+        "Not any neigbours belong to the majority class",
+    )
 
     def _fit_resample(self, X, y):
         try:
             return super()._fit_resample(X, y)
-        except ValueError as exc:
-            if "No samples will be generated" not in str(exc):
+        except (ValueError, RuntimeError) as exc:
+            if not any(m in str(exc) for m in self._NOTHING_TO_GENERATE):
                 raise
             logger.warning(
                 "adasyn: no fraud has a normal row among its %d nearest neighbours, "

@@ -30,3 +30,11 @@ class FetchError(PipelineError):
 
 class TrainingError(PipelineError):
     """Training could not produce a usable model (e.g. persistent non-finite losses)."""
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """``exc`` as one line for a report or a log: its type and the first line of
+    its message, at most ``limit`` characters."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"

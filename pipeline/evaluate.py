@@ -270,6 +270,49 @@ def compare_methods(
 AMOUNT_RULES = ("per_split", "pooled")
 
 
+def separate_failures(fits: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The fits a comparison can use, and the fits that failed.
+
+    ``fits``: ``{"method", "split", "grid", "failed"?}`` per method and split
+    (``failed``: ``{"n_minority", "reason"}`` per amount that raised). A method
+    with a split where every amount failed is left out whole, since the paired
+    comparisons need every split; a method that lost only some amounts keeps the
+    others.
+
+    Returns
+    -------
+    fits : list of dict
+        The usable fits.
+    failures : list of dict
+        ``{"method", "split", "n_minority", "reason", "left_out"}`` per failed
+        amount (``left_out``: the method is out of the comparison).
+    """
+    left_out = {f["method"] for f in fits if not f["grid"]}
+    failures = [
+        {
+            "method": fit["method"],
+            "split": fit["split"],
+            **failed,
+            "left_out": fit["method"] in left_out,
+        }
+        for fit in fits
+        for failed in fit.get("failed", [])
+    ]
+    failures.sort(key=lambda f: (f["method"], f["split"]))
+    return [f for f in fits if f["method"] not in left_out], failures
+
+
+def failed_methods(failures: list[dict]) -> dict[str, str]:
+    """Each method left out of the comparison and its first reason."""
+    out: dict[str, str] = {}
+    for failure in failures:
+        if failure["left_out"]:
+            out.setdefault(
+                failure["method"], f"split {failure['split']}: {failure['reason']}"
+            )
+    return out
+
+
 def _search_entry(record: dict) -> dict:
     entry = {
         "sampling_strategy": record["sampling_strategy"],

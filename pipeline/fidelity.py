@@ -352,8 +352,21 @@ def fidelity_views(
 def summarise_fidelity(per_split: list[dict[str, Any]]) -> dict[str, Any]:
     """``{source: {metric: mean over splits, "per_split": [...]}}``."""
     first = per_split[0] if per_split else {}
-    sources = [k for k in first if k not in ("split", "views", "reference", "left_out")]
+    # A source that failed on a split (its ``failed`` reason) is left out.
+    sources = [
+        k
+        for k in first
+        if k not in ("split", "views", "reference", "left_out", "failed")
+        and all(k in s for s in per_split)
+    ]
     out: dict[str, Any] = {"views": first["views"]} if "views" in first else {}
+    failed = {
+        f"{source} (split {s['split']})": why
+        for s in per_split
+        for source, why in s.get("failed", {}).items()
+    }
+    if failed:
+        out["failed"] = failed
     for key in ("reference", "left_out"):
         if key in first:
             out[key] = first[key]

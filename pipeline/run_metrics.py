@@ -38,6 +38,7 @@ def build_metrics(
     schema: TableSchema,
     fits: list[dict[str, Any]],
     amount_choice: dict[str, Any],
+    failures: list[dict[str, Any]] | None = None,
     gans: list[dict[str, Any]],
     fidelity: list[dict[str, Any]],
     drift: dict[str, Any],
@@ -54,7 +55,10 @@ def build_metrics(
     ``data``: the ingest summary; ``fits``: one record per method and split at
     its chosen amount (:func:`pipeline.evaluate.choose_amounts`), in any order;
     ``random_split_run``: out of time, the newest random-split run on the same
-    data, whose figures are quoted beside (``None``: none was run).
+    data, whose figures are quoted beside (``None``: none was run);
+    ``failures``: the fits that failed
+    (:func:`pipeline.evaluate.separate_failures`): ``status`` is
+    ``completed_with_failures`` when there is one, else ``completed``.
     """
     order = {m: i for i, m in enumerate(config.evaluation.methods)}
     fits = sorted(fits, key=lambda r: (order.get(r["method"], 99), r["split"]))
@@ -65,6 +69,8 @@ def build_metrics(
         "started_at": run["started_at"],
         "finished_at": run["finished_at"],
         "duration_seconds": run["duration_seconds"],
+        "status": "completed_with_failures" if failures else "completed",
+        "failures": list(failures or []),
         "profile": config.profile,
         "seed": config.seed,
         "data": {k: v for k, v in data.items() if k != "frame_path"},

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline import layout
+from pipeline import interrupts, layout
 from pipeline.artifacts import (
     MANIFEST,
     atomic_path,
@@ -45,7 +45,7 @@ from pipeline.cache import (
     stage_entry,
 )
 from pipeline.config import PipelineConfig
-from pipeline.errors import ArtifactError
+from pipeline.errors import ArtifactError, TrainingError, one_line
 from pipeline.evaluate import compute_metrics
 from pipeline.ingest import is_demo_data, read_transactions
 from pipeline.preprocess import (
@@ -419,15 +419,33 @@ def stage_fidelity(
         categorical_features=transformer.categorical_features,
         n_features=X.shape[1],
     )
-    X_res, _ = smote.fit_resample(X, y)
-    synthetic = {"smote": X_res[len(y) :]}
     result: dict[str, Any] = {"split": split, "reference": reference}
+    synthetic: dict[str, np.ndarray] = {}
+    failed: dict[str, str] = {}
+
+    def generate(source: str, draw) -> None:
+        try:
+            synthetic[source] = draw()
+        except Exception as exc:  # a source that fails is left out, said why
+            if interrupts.stopped_by(exc):
+                raise
+            failed[source] = one_line(exc)
+            logger.warning(
+                "split %d fidelity: %s failed: %s", split, source, failed[source]
+            )
+
+    generate("smote", lambda: smote.fit_resample(X, y)[0][len(y) :])
+    # As many rows as SMOTE adds at the shared ratio (imbalanced-learn's count).
+    n_rows = int(config.evaluation.sampling_strategy * (y == 0).sum()) - int(y.sum())
     if gan_dir is not None:
         from pipeline.gan.storage import load_gan_once
 
-        synthetic["cwgan_gp"] = load_gan_once(gan_dir).sample(
-            len(synthetic["smote"]), random_state=sampler_seed
+        generate(
+            "cwgan_gp",
+            lambda: load_gan_once(gan_dir).sample(n_rows, random_state=sampler_seed),
         )
+    if failed:
+        result["failed"] = failed
     if split == 0:  # the split the report draws
         from pipeline.fidelity import fidelity_views
 
@@ -463,7 +481,7 @@ def stage_fidelity(
         ", ".join(
             f"{k} {v['c2st_auc']:.3f}"
             for k, v in result.items()
-            if k not in ("split", "views", "reference", "left_out")
+            if k not in ("split", "views", "reference", "left_out", "failed")
         ),
     )
     return result
@@ -491,7 +509,7 @@ def stage_fit_detector(
     amount's index) and, on split 0, its saved detector; the amount is chosen later,
     over every split's records (:func:`~pipeline.evaluate.choose_amounts`).
     """
-    from pipeline.detect import NOT_RESAMPLED, amount_targets
+    from pipeline.detect import NEIGHBOURHOOD_SAMPLERS, NOT_RESAMPLED, amount_targets
 
     split = inputs.split
     data = inputs.load()
@@ -501,10 +519,11 @@ def stage_fit_detector(
         else amount_targets(data["train"]["y"], config.evaluation)
     )
     scores_path = Path(scores_path)
-    grid = []
+    grid: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     for i, target in enumerate(targets):
-        grid.append(
-            _fit_one_detector(
+        try:
+            record = _fit_one_detector(
                 data,
                 split,
                 method,
@@ -520,8 +539,36 @@ def stage_fit_detector(
                 ),
                 gan_dir=gan_dir,
             )
-        )
-    return {"method": method, "split": split, "grid": grid}
+        except Exception as exc:  # one fit never costs the night
+            if interrupts.stopped_by(exc):
+                raise
+            reason = one_line(exc)
+            logger.warning(
+                "split %d %s%s failed: %s",
+                split,
+                method,
+                "" if target is None else f" (to {target:,} fraud rows)",
+                reason,
+            )
+            logger.debug("the failed fit's traceback", exc_info=True)
+            failed.append({"n_minority": target, "reason": reason})
+            continue
+        grid.append(record)
+        if record["n_added"] == 0 and method in NEIGHBOURHOOD_SAMPLERS:
+            # Borderline SMOTE with no fraud in danger, ADASYN with no fraud that
+            # has a normal neighbour: what they find does not depend on the amount,
+            # so one neighbour search says it for every amount.
+            logger.warning(
+                "split %d %s adds no rows (it found nothing to resample); the other "
+                "amounts are skipped",
+                split,
+                method,
+            )
+            break
+    result: dict[str, Any] = {"method": method, "split": split, "grid": grid}
+    if failed:
+        result["failed"] = failed
+    return result
 
 
 def _fit_one_detector(
@@ -681,11 +728,20 @@ def stage_choose_fits(
     ``predictions.parquet`` (the other amounts' files go).
 
     ``fits``: what :func:`stage_fit_detector` returned, a grid of amounts per
-    method and split. Returns ``{"fits": chosen records, "amount_choice",
-    "predictions_path"}``."""
-    from pipeline.evaluate import choose_amounts
+    method and split. A method whose every amount failed on some split is left
+    out of the comparison (it is compared over all splits or not at all); each
+    failed fit is in ``failures`` (:func:`pipeline.evaluate.separate_failures`).
+    Returns ``{"fits": chosen records, "amount_choice", "predictions_path",
+    "failures"}``."""
+    from pipeline.evaluate import choose_amounts, separate_failures
 
     run_dir = Path(run_dir)
+    fits, failures = separate_failures(fits)
+    if not fits:
+        raise TrainingError(
+            "every method failed: "
+            + "; ".join(f"{f['method']}: {f['reason']}" for f in failures)
+        )
     chosen, amount_choice = choose_amounts(
         fits, config.evaluation.amount_choice, config.evaluation.primary_metric
     )
@@ -701,7 +757,12 @@ def stage_choose_fits(
         else None
     )
     path = _merge_predictions(run_dir, [r.pop("scores_path") for r in chosen], ids)
-    return {"fits": chosen, "amount_choice": amount_choice, "predictions_path": path}
+    return {
+        "fits": chosen,
+        "amount_choice": amount_choice,
+        "predictions_path": path,
+        "failures": failures,
+    }
 
 
 def _merge_predictions(
@@ -828,6 +889,7 @@ def stage_metrics(
         config=config,
         schema=schema,
         fits=chosen["fits"],
+        failures=chosen.get("failures", []),
         amount_choice=chosen["amount_choice"],
         gans=gans,
         fidelity=fidelity,

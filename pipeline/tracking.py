@@ -291,7 +291,11 @@ def log_results(
         "fraudaug.headline": comparison.get("headline"),
         "fraudaug.best_smote_family": comparison.get("best_smote_family"),
         "fraudaug.duration_seconds": metrics.get("duration_seconds"),
+        "fraudaug.status": metrics.get("status"),
     }
+    failed = sorted({f["method"] for f in metrics.get("failures", []) if f["left_out"]})
+    if failed:
+        tags["fraudaug.failed_methods"] = ", ".join(failed)
     monitoring = metrics.get("monitoring") or {}
     if monitoring:
         tags["fraudaug.monitoring.status"] = monitoring.get("status")
