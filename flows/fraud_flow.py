@@ -21,7 +21,7 @@ from pipeline import interrupts, layout, partitions, runs, stages, tracking
 from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
 from pipeline.evaluate import failed_methods
-from pipeline.memory import limit_malloc_arenas
+from pipeline.memory import ResourceMeter, limit_malloc_arenas, metered, metering
 from pipeline.schema import load_schema
 from pipeline.split_data import SplitInputs
 
@@ -67,34 +67,40 @@ ingest = task(
     retries=2,
     retry_delay_seconds=5,
     retry_condition_fn=_retry_io_only,
-)(stages.stage_ingest)
+)(metered("ingest")(stages.stage_ingest))
 start_run = task(name="start-run", cache_policy=NO_CACHE)(runs.start_run)
-preprocess = task(name="preprocess", cache_policy=NO_CACHE)(stages.stage_preprocess)
+preprocess = task(name="preprocess", cache_policy=NO_CACHE)(
+    metered("preprocess")(stages.stage_preprocess)
+)
 monitor_champion = task(name="monitor-champion", cache_policy=NO_CACHE)(
-    stages.stage_monitor
+    metered("monitor-champion")(stages.stage_monitor)
 )
 train_gan = task(
     name="train-gan",
     cache_policy=NO_CACHE,
     task_run_name="train-gan-split-{inputs.split}",
-)(stages.stage_train_gan)
+)(metered("train-gan")(stages.stage_train_gan))
 fit_detector = task(
     name="fit-detector",
     cache_policy=NO_CACHE,
     task_run_name="fit-{method}-split-{inputs.split}",
-)(stages.stage_fit_detector)
+)(metered("fit-detector")(stages.stage_fit_detector))
 fidelity = task(
     name="fidelity",
     cache_policy=NO_CACHE,
     task_run_name="fidelity-split-{inputs.split}",
-)(stages.stage_fidelity)
+)(metered("fidelity")(stages.stage_fidelity))
 choose_fits = task(name="choose-amounts", cache_policy=NO_CACHE)(
-    stages.stage_choose_fits
+    metered("choose-amounts")(stages.stage_choose_fits)
 )
-drift = task(name="drift", cache_policy=NO_CACHE)(stages.stage_drift)
+drift = task(name="drift", cache_policy=NO_CACHE)(metered("drift")(stages.stage_drift))
 build_metrics = task(name="metrics", cache_policy=NO_CACHE)(stages.stage_metrics)
-registry_decision = task(name="registry", cache_policy=NO_CACHE)(stages.stage_registry)
-report = task(name="report", cache_policy=NO_CACHE)(stages.stage_report)
+registry_decision = task(name="registry", cache_policy=NO_CACHE)(
+    metered("registry")(stages.stage_registry)
+)
+report = task(name="report", cache_policy=NO_CACHE)(
+    metered("report")(stages.stage_report)
+)
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -199,8 +205,35 @@ def fraud_augmentation(
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     ``tracking_uri``: the MLflow tracking store (default: ``$MLFLOW_TRACKING_URI``,
     else ``sqlite:///mlflow.db`` in the working folder); see ``pipeline.tracking``.
+    Where the run's time and memory went, stage by stage, is in ``metrics.json``
+    -> ``resources`` (:class:`pipeline.memory.ResourceMeter`).
     """
     limit_malloc_arenas()  # before the task workers start (see pipeline.memory)
+    with metering(ResourceMeter()) as meter:
+        return _augment(
+            meter,
+            data_path=data_path,
+            profile=profile,
+            seed=seed,
+            reports_dir=reports_dir,
+            overrides=overrides,
+            tracking_uri=tracking_uri,
+            schema_path=schema_path,
+        )
+
+
+def _augment(
+    meter: ResourceMeter,
+    *,
+    data_path: str,
+    profile: str,
+    seed: int,
+    reports_dir: str,
+    overrides: dict[str, Any] | None,
+    tracking_uri: str | None,
+    schema_path: str | None,
+) -> dict:
+    """The flow's body (:func:`fraud_augmentation`), under its meter."""
     logger = get_run_logger()
     if logging.getLogger("pipeline").level == logging.NOTSET:
         # Progress lines (GAN steps, per-fit metrics) are INFO: show them in the
@@ -297,6 +330,8 @@ def fraud_augmentation(
                 prepared["splits_path"],
                 prepared["transformer_paths"][split],
                 split,
+                max_train_rows=config.sampling.max_train_rows,
+                rows_seed=seeds["rows"][split],
             )
             for split in range(n_splits)
         ]
@@ -388,6 +423,7 @@ def fraud_augmentation(
                 config=config,
                 schema=table,
             )
+        metrics["resources"] = meter.summary()
         written = report(
             run_id=run_id,
             run_dir=str(run_dir),

@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pipeline.errors import ArtifactError
@@ -147,6 +148,46 @@ def load_parquet(path: str | Path, columns: list[str] | None = None) -> pd.DataF
     if not path.is_file():
         raise ArtifactError(f"{path}: missing")
     return pd.read_parquet(path, columns=columns)
+
+
+def load_parquet_rows(
+    path: str | Path, rows: np.ndarray, columns: list[str] | None = None
+) -> pd.DataFrame:
+    """Rows ``rows`` (distinct positions in the file, in any order) of a Parquet
+    file, as ``load_parquet(path, columns).iloc[rows]`` gives them (index
+    0..n-1), reading only the row groups that hold them: a task's memory follows
+    the rows it uses, not the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: missing")
+    given = np.asarray(rows, dtype=np.int64)
+    order = None
+    if len(given) > 1 and (np.diff(given) <= 0).any():
+        order = np.argsort(given, kind="stable")
+    rows = given if order is None else given[order]
+    with pq.ParquetFile(path) as parquet:
+        meta = parquet.metadata
+        starts = np.cumsum(
+            [0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        )
+        bounds = np.searchsorted(rows, starts)
+        pieces = []
+        for g in range(meta.num_row_groups):
+            lo, hi = bounds[g], bounds[g + 1]
+            if lo == hi:
+                continue
+            group = parquet.read_row_group(g, columns=columns)
+            pieces.append(group.take(pa.array(rows[lo:hi] - starts[g])))
+        if not pieces:  # no row: the columns and their types, empty
+            empty = parquet.schema_arrow.empty_table()
+            pieces.append(empty if columns is None else empty.select(columns))
+        table = pa.concat_tables(pieces)
+    if order is not None:  # back to the order asked for
+        table = table.take(pa.array(np.argsort(order, kind="stable")))
+    return table.to_pandas()
 
 
 def package_versions() -> dict[str, str | None]:

@@ -61,16 +61,17 @@ def paired_top_k(
     y: np.ndarray,
     challenger: np.ndarray,
     champion: np.ndarray,
-    rows: np.ndarray,
-    all_days: np.ndarray,
+    days: np.ndarray,
+    totals: dict[int, int],
     alerts_per_day: int,
     *,
     n_resamples: int,
     random_state: int,
 ) -> dict[str, Any]:
-    """Precision top-k per day of both on the same ``rows`` (of a table whose
-    rows' days are ``all_days``), and a paired bootstrap 95 % interval of the
-    mean daily difference (challenger - champion), days drawn with replacement."""
+    """Precision top-k per day of both on the same rows (whose days are ``days``,
+    of a table with ``totals`` rows per day), and a paired bootstrap 95 %
+    interval of the mean daily difference (challenger - champion), days drawn
+    with replacement."""
     import numpy as np
 
     from pipeline.evaluate import precision_top_k_of_rows
@@ -78,7 +79,7 @@ def paired_top_k(
 
     a, b = (
         np.asarray(
-            precision_top_k_of_rows(y, s, rows, all_days, alerts_per_day)[
+            precision_top_k_of_rows(y, s, days, totals, alerts_per_day)[
                 "precision_top_k_daily"
             ]
         )
@@ -126,14 +127,18 @@ def decide(
     random_state: int,
     metric: str = "auprc",
     alerts_per_day: int = 100,
+    day_totals: dict[int, int] | None = None,
 ) -> dict[str, Any]:
     """Should the challenger replace ``champion`` (a :func:`fetch_version` result,
-    or ``None``)? ``frame`` is the run's input (validated by ``schema``),
-    ``test_rows`` the challenger's held-out rows and ``test_scores`` its scores on
-    them. A champion that reads another schema cannot score these rows: the
-    challenger replaces it. ``metric`` (``evaluation.primary_metric``) is the one
-    compared: AUPRC with a stratified paired bootstrap of the rows, precision
-    top-k (``alerts_per_day``) with a paired bootstrap of the days."""
+    or ``None``)? ``test_rows`` are the challenger's held-out rows (positions in
+    the run's input), ``frame`` those rows of the input (validated by
+    ``schema``; ``frame.iloc[i]`` is row ``test_rows[i]``), ``test_scores`` the
+    challenger's scores on them and ``day_totals`` the input's rows per day
+    (precision top-k's alert budget). A champion that reads another schema
+    cannot score these rows: the challenger replaces it. ``metric``
+    (``evaluation.primary_metric``) is the one compared: AUPRC with a stratified
+    paired bootstrap of the rows, precision top-k (``alerts_per_day``) with a
+    paired bootstrap of the days."""
     import numpy as np
 
     from pipeline.evaluate import METRIC_LABELS, compute_metrics
@@ -158,6 +163,7 @@ def decide(
         return decision
     rows, scores = np.asarray(test_rows), np.asarray(test_scores)
     keep = never_fitted(champion, rows, data_sha256)
+    part = frame.iloc[np.flatnonzero(keep)]
     if not keep.all():
         rows, scores = rows[keep], scores[keep]
     if champion["data_sha256"] == data_sha256:
@@ -169,7 +175,7 @@ def decide(
             "the challenger's test rows (new data: the champion was trained on "
             "another file)"
         )
-    y = frame[schema.label.column].to_numpy()[rows]
+    y = part[schema.label.column].to_numpy()
     if len(rows) == 0 or y.sum() < 5 or y.sum() == len(y):
         decision.update(
             promoted=False,
@@ -177,7 +183,7 @@ def decide(
             "frauds: too few to compare; the champion stays",
         )
         return decision
-    champion_scores = model.predict_proba(transformer.transform(frame.iloc[rows]))[:, 1]
+    champion_scores = model.predict_proba(transformer.transform(part))[:, 1]
     comparison = paired_bootstrap(
         y, scores, champion_scores, n_resamples=n_resamples, random_state=random_state
     )
@@ -200,8 +206,8 @@ def decide(
             y,
             scores,
             champion_scores,
-            rows,
-            day_numbers(frame[schema.time]),
+            day_numbers(part[schema.time]),
+            day_totals,
             alerts_per_day,
             n_resamples=n_resamples,
             random_state=random_state,
@@ -240,9 +246,12 @@ def monitor_champion(
     alerts_per_day: int = 100,
     alert_drop: float = 0.05,
     window: list | None = None,
+    day_totals: dict[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Score the registered champion on ``rows`` of ``frame`` (the run's newest
-    test rows, labels known) and compare with its own figure at registration.
+    """Score the registered champion on ``rows`` of the run's input (its newest
+    test rows, labels known; ``frame.iloc[i]`` is row ``rows[i]``) and compare
+    with its own figure at registration. ``day_totals``: the input's rows per
+    day (precision top-k's alert budget).
 
     Returns
     -------
@@ -268,7 +277,8 @@ def monitor_champion(
             return {"status": "none", "line": "no champion yet: nothing to monitor"}
         model, transformer = load_detector(champion["path"])
         # Never judged on rows it was fitted on.
-        rows = rows[never_fitted(champion, rows, data_sha256)]
+        keep = never_fitted(champion, rows, data_sha256)
+        rows, frame = rows[keep], frame.iloc[np.flatnonzero(keep)]
     info = {k: champion[k] for k in ("version", "method", "run_id")}
     name = f"champion (version {info['version']}, {info['method']})"
     out: dict[str, Any] = {"champion": info, "metric": metric, "window": window}
@@ -279,7 +289,7 @@ def monitor_champion(
             "line": f"the {name} reads the {transformer.schema.name} schema, not "
             f"{schema.name}: not scored",
         }
-    y = frame[schema.label.column].to_numpy()[rows]
+    y = frame[schema.label.column].to_numpy()
     if y.sum() == 0 or y.sum() == len(y):
         return {
             **out,
@@ -287,11 +297,11 @@ def monitor_champion(
             "line": f"the {name}: {len(rows):,} rows with {int(y.sum())} frauds "
             "left to judge it on: not scored",
         }
-    scores = model.predict_proba(transformer.transform(frame.iloc[rows]))[:, 1]
+    scores = model.predict_proba(transformer.transform(frame))[:, 1]
     now = {"auprc": float(average_precision_score(y, scores))}
     if schema.time is not None:
         now["precision_top_k"] = precision_top_k_of_rows(
-            y, scores, rows, day_numbers(frame[schema.time]), alerts_per_day
+            y, scores, day_numbers(frame[schema.time]), day_totals, alerts_per_day
         )["precision_top_k"]
     registered = {k: (champion.get("metrics") or {}).get(k) for k in now}
     before = registered.get(metric)

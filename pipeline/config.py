@@ -20,6 +20,7 @@ Method = Literal[
     "none",
     "class_weight",
     "random_over",
+    "random_under",
     "smote",
     "borderline_smote",
     "adasyn",
@@ -249,6 +250,18 @@ class GANConfig(_Section):
         return self
 
 
+class SamplingConfig(_Section):
+    max_train_rows: int | None = Field(
+        500_000,
+        ge=1_000,
+        description="Budget of a split's training rows. Above it, every fraud and "
+        "a seeded share of the legitimate training rows are kept and weighted back "
+        "(1 / share) in XGBoost; the validation rows are sampled at the same share "
+        "and weighted the same way; test rows are never sampled. Below it nothing "
+        "changes. null: never sample.",
+    )
+
+
 class DetectorConfig(_Section):
     categorical: Literal["partition", "onehot"] = Field(
         "onehot",
@@ -355,6 +368,7 @@ class PipelineConfig(_Section):
     seed: int = Field(0, ge=0, lt=2**32)
     data: DataConfig = DataConfig()
     split: SplitConfig = SplitConfig()
+    sampling: SamplingConfig = SamplingConfig()
     gan: GANConfig = GANConfig()
     detector: DetectorConfig = DetectorConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
@@ -459,7 +473,7 @@ def load_config(
         raise ConfigError(f"invalid config at {where}: {first['msg']}") from exc
 
 
-SEED_STREAMS = ("split", "gan", "sampler", "detector")
+SEED_STREAMS = ("split", "gan", "sampler", "detector", "rows")
 """Independent random streams, one seed per split each."""
 
 

@@ -19,6 +19,7 @@ from imblearn.over_sampling import (
 )
 from imblearn.over_sampling.base import BaseOverSampler
 from imblearn.pipeline import Pipeline
+from imblearn.under_sampling import RandomUnderSampler
 from sklearn.base import clone
 from xgboost import XGBClassifier
 
@@ -70,21 +71,38 @@ def make_detector(
 NOT_RESAMPLED = ("none", "class_weight")
 """Methods that add no rows (their amount grid is a single point)."""
 
+UNDER_SAMPLERS = ("random_under",)
+"""Methods that remove legitimate training rows instead of adding frauds (their
+amounts: :func:`keep_targets`)."""
+
 NEIGHBOURHOOD_SAMPLERS = ("borderline_smote", "adasyn")
 """Samplers that generate only where a fraud's neighbourhood holds normal rows:
 when they find no such fraud they add nothing, at any amount."""
 
 
-def amount_targets(y: np.ndarray, evaluation: EvaluationConfig) -> list[int]:
+def _class_sizes(y: np.ndarray, weight: np.ndarray | None) -> tuple[int, int]:
+    """Frauds and legitimate rows that training rows ``y`` stand for (``weight``:
+    the rows each sampled row stands for; see
+    :func:`pipeline.split_data.sample_rows`)."""
+    y = np.asarray(y)
+    if weight is None:
+        return int((y == 1).sum()), int((y == 0).sum())
+    weight = np.asarray(weight)
+    return int(round(weight[y == 1].sum())), int(round(weight[y == 0].sum()))
+
+
+def amount_targets(
+    y: np.ndarray, evaluation: EvaluationConfig, weight: np.ndarray | None = None
+) -> list[int]:
     """Minority rows after resampling to try: the real training frauds times
     ``1 + m`` for each ``m`` in ``evaluation.amount_grid``, and the shared ratio
     ``evaluation.sampling_strategy`` (the largest; grid points above it are
     dropped), in increasing order.
 
-    ``y`` holds 0/1 labels of the training rows.
+    ``y`` holds 0/1 labels of the training rows; with ``weight`` (sampled rows)
+    the ratio is that of the rows they stand for.
     """
-    y = np.asarray(y)
-    n_min, n_maj = int((y == 1).sum()), int((y == 0).sum())
+    n_min, n_maj = _class_sizes(y, weight)
     cap = int(evaluation.sampling_strategy * n_maj)
     if cap <= n_min:
         raise ConfigError(
@@ -93,6 +111,39 @@ def amount_targets(y: np.ndarray, evaluation: EvaluationConfig) -> list[int]:
         )
     targets = {int(round(n_min * (1 + m))) for m in evaluation.amount_grid}
     return sorted({t for t in targets if n_min < t < cap} | {cap})
+
+
+def keep_targets(
+    y: np.ndarray, evaluation: EvaluationConfig, weight: np.ndarray | None = None
+) -> list[int]:
+    """Legitimate rows to keep when undersampling: the same minority/majority
+    ratios as :func:`amount_targets` reaches by adding frauds, reached by removing
+    legitimate rows instead — the training's legitimate rows divided by ``1 + m``
+    for each ``m`` in ``evaluation.amount_grid``, and as many as make the shared
+    ratio ``evaluation.sampling_strategy`` (the fewest; grid points below it are
+    dropped), from the mildest (most kept) to the strongest.
+
+    ``y`` holds 0/1 labels of the training rows; with ``weight`` (sampled rows)
+    the ratios are those of the rows they stand for, and the targets are rows of
+    the sample (each still standing for as many).
+    """
+    y = np.asarray(y)
+    n_min, n_maj = _class_sizes(y, weight)
+    floor = int(np.ceil(n_min / evaluation.sampling_strategy))
+    if floor >= n_maj:
+        raise ConfigError(
+            f"evaluation.sampling_strategy {evaluation.sampling_strategy} asks for "
+            f"at most {floor} legitimate rows, but the training rows hold only "
+            f"{n_maj}"
+        )
+    targets = {int(round(n_maj / (1 + m))) for m in evaluation.amount_grid}
+    targets = sorted({t for t in targets if floor < t < n_maj} | {floor}, reverse=True)
+    in_sample = int((y == 0).sum())
+    if in_sample == n_maj:
+        return targets
+    return sorted(
+        {max(1, int(round(t * in_sample / n_maj))) for t in targets}, reverse=True
+    )
 
 
 class OneHotOverSampler(BaseOverSampler):
@@ -186,10 +237,15 @@ def make_sampler(
     gan: GANConfig | None = None,
     gan_dir: str | Path | None = None,
     n_minority: int | None = None,
+    n_majority: int | None = None,
     categorical_features: list[int] | None = None,
     n_features: int | None = None,
 ):
     """The sampler of a method (``None`` for ``none`` and ``class_weight``).
+
+    ``random_under`` (imbalanced-learn's ``RandomUnderSampler``) keeps
+    ``n_majority`` legitimate rows (see :func:`keep_targets`; by default as many as
+    make the shared ratio) and every fraud.
 
     Every sampler resamples the minority class (label 1) to ``n_minority`` rows
     (see :func:`amount_targets`), by default to the shared ratio
@@ -214,6 +270,15 @@ def make_sampler(
         return None
     if method == "random_over":
         return RandomOverSampler(sampling_strategy=strategy, random_state=seed)
+    if method == "random_under":
+        return RandomUnderSampler(
+            sampling_strategy=(
+                evaluation.sampling_strategy
+                if n_majority is None
+                else {0: int(n_majority)}
+            ),
+            random_state=seed,
+        )
     if not categorical:
         smote = SMOTE(sampling_strategy=strategy, k_neighbors=k, random_state=seed)
     elif n_features is not None and len(categorical) == n_features:
@@ -305,6 +370,22 @@ def added_rows(sampler, n_original: int, n_resampled: int) -> np.ndarray:
     return np.arange(n_resampled) >= n_original
 
 
+def kept_rows(sampler, n_original: int, n_resampled: int) -> np.ndarray:
+    """For each row of a fitted sampler's output, the original row it is (-1 for a
+    row it added): undersamplers say which rows they kept (``sample_indices_``);
+    over-samplers keep the original rows first, in order; the combined samplers'
+    cleaner says which of those survived."""
+    if sampler is None or sampler == "passthrough":
+        return np.arange(n_resampled)
+    if isinstance(sampler, RandomUnderSampler):
+        return np.asarray(sampler.sample_indices_)
+    position = np.arange(n_resampled)
+    cleaner = getattr(sampler, "enn_", None) or getattr(sampler, "tomek_", None)
+    if cleaner is not None:
+        position = np.asarray(cleaner.sample_indices_)
+    return np.where(position < n_original, position, -1)
+
+
 def fit_detection_pipeline(
     pipeline: Pipeline,
     X_train: np.ndarray,
@@ -314,6 +395,8 @@ def fit_detection_pipeline(
     *,
     synthetic_weight: float = 1.0,
     reuse_dir: str | Path | None = None,
+    sample_weight: np.ndarray | None = None,
+    eval_weight: np.ndarray | None = None,
 ) -> Pipeline:
     """Resample the training rows, then fit the detector with early stopping on the
     (real, untouched) validation rows.
@@ -328,23 +411,42 @@ def fit_detection_pipeline(
     instead of being fitted again: XGBoost is deterministic, so it is the same
     model. (SMOTE-Tomek finds no Tomek link on this data and hands the detector
     SMOTE's rows, at every amount.) ``sink["reused"]`` says which happened.
+
+    ``sample_weight`` (per training row) and ``eval_weight`` (per validation row)
+    weigh sampled rows back (:func:`pipeline.split_data.sample_rows`): a kept row
+    keeps its weight through the sampler, an added row weighs
+    ``synthetic_weight``.
     """
     X_res, y_res = pipeline[:-1].fit_resample(X_train, y_train)
-    added = added_rows(pipeline.named_steps["sampler"], len(y_train), len(y_res))
+    sampler = pipeline.named_steps["sampler"]
+    added = added_rows(sampler, len(y_train), len(y_res))
     sink = pipeline.named_steps["count"].kw_args["sink"]
     sink["n_added"] = int(added.sum())
-    weight = None if synthetic_weight == 1.0 else np.where(added, synthetic_weight, 1.0)
+    if sample_weight is None:
+        weight = (
+            None if synthetic_weight == 1.0 else np.where(added, synthetic_weight, 1.0)
+        )
+    else:
+        origin = kept_rows(sampler, len(y_train), len(y_res))
+        weight = np.where(
+            origin >= 0, np.asarray(sample_weight)[origin], synthetic_weight
+        )
     detector = pipeline[-1]
     path = None
     if reuse_dir is not None:
-        key = _fit_key(detector, X_res, y_res, weight, X_val, y_val)
+        key = _fit_key(detector, X_res, y_res, weight, X_val, y_val, eval_weight)
         path = Path(reuse_dir) / f"{key}.ubj"
     sink["reused"] = path is not None and path.is_file()
     if sink["reused"]:
         detector.load_model(path)
         return pipeline
     detector.fit(
-        X_res, y_res, sample_weight=weight, eval_set=[(X_val, y_val)], verbose=False
+        X_res,
+        y_res,
+        sample_weight=weight,
+        eval_set=[(X_val, y_val)],
+        sample_weight_eval_set=None if eval_weight is None else [eval_weight],
+        verbose=False,
     )
     if path is not None:
         from pipeline.artifacts import atomic_path

@@ -39,9 +39,14 @@ METRIC_LABELS = {
 }
 
 
-def choose_threshold(y_true: np.ndarray, scores: np.ndarray) -> float:
-    """The score threshold with the best F1 on these (validation) rows."""
-    precision, recall, thresholds = precision_recall_curve(y_true, scores)
+def choose_threshold(
+    y_true: np.ndarray, scores: np.ndarray, sample_weight: np.ndarray | None = None
+) -> float:
+    """The score threshold with the best F1 on these (validation) rows, each
+    weighing ``sample_weight`` (the rows it stands for, when sampled)."""
+    precision, recall, thresholds = precision_recall_curve(
+        y_true, scores, sample_weight=sample_weight
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = np.where(
             precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0
@@ -495,8 +500,18 @@ def day_numbers(time) -> np.ndarray:
     return np.floor(series.to_numpy(dtype=np.float64) / 86_400.0).astype(np.int64)
 
 
+def day_totals(days: np.ndarray) -> dict[int, int]:
+    """Rows per day (:func:`day_numbers`) of a whole table: what each day's alert
+    budget is shared by (:func:`daily_alert_budget`)."""
+    ids, counts = np.unique(np.asarray(days), return_counts=True)
+    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
+
 def daily_alert_budget(
-    days: np.ndarray, all_days: np.ndarray, alerts_per_day: int
+    days: np.ndarray,
+    totals: dict[int, int],
+    alerts_per_day: int,
+    weight: np.ndarray | None = None,
 ) -> dict[int, int]:
     """Alerts per day for a subset of the table's rows.
 
@@ -504,11 +519,16 @@ def daily_alert_budget(
     traffic. A subset that holds only a share of a day's rows (a random split's
     test rows, or a window that starts or ends in the middle of a day) gets that
     share of the budget, at least one alert: otherwise a 20 % test sample would
-    be judged with five times the investigators.
+    be judged with five times the investigators. ``totals``: the whole table's
+    rows per day (:func:`day_totals`); ``weight``: the rows each of ``days``
+    stands for, when they are a sample.
     """
-    day_ids, counts = np.unique(days, return_counts=True)
-    all_ids, all_counts = np.unique(all_days, return_counts=True)
-    total = dict(zip(all_ids.tolist(), all_counts.tolist(), strict=True))
+    if weight is None:
+        day_ids, counts = np.unique(days, return_counts=True)
+    else:
+        day_ids, inverse = np.unique(days, return_inverse=True)
+        counts = np.bincount(inverse, weights=weight)
+    total = {int(d): int(n) for d, n in totals.items()}
     return {
         int(d): max(1, int(round(alerts_per_day * n / total.get(int(d), n))))
         for d, n in zip(day_ids.tolist(), counts.tolist(), strict=True)
@@ -522,10 +542,17 @@ def precision_top_k(
     *,
     budget: dict[int, int],
     entity: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Precision of each day's top-k alerts (the *Fraud Detection Handbook*'s
     P@k(d)), and card precision top-k when ``entity`` (a card or customer per row)
     is given.
+
+    With ``weight`` (rows that are a sample, each standing for ``weight`` rows of
+    the day: see :func:`pipeline.split_data.sample_rows`) a day's alerts are its
+    highest-scored rows until their weights reach ``k_d``, and precision is their
+    weighted share of frauds: an estimate of what the whole day's top ``k_d``
+    would show. (Card precision top-k needs every row: not with ``weight``.)
 
     Parameters
     ----------
@@ -551,12 +578,23 @@ def precision_top_k(
     frame = pd.DataFrame(
         {"y": np.asarray(y_true), "score": np.asarray(scores), "day": days}
     )
+    if weight is not None:
+        if entity is not None:
+            raise ValueError("card precision top-k needs every row, not a sample")
+        frame["w"] = np.asarray(weight, dtype=np.float64)
     if entity is not None:
         frame["entity"] = np.asarray(entity)
     daily, card_daily = [], []
     blocked: set = set()
     for day, rows in frame.groupby("day", sort=True):
         k = budget[int(day)]
+        if weight is not None:
+            ranked = rows.sort_values("score", ascending=False, kind="stable")
+            reached = np.cumsum(ranked["w"].to_numpy()) >= k
+            n = int(np.argmax(reached)) + 1 if reached.any() else len(ranked)
+            top = ranked.iloc[:n]
+            daily.append(float((top["w"] * top["y"]).sum() / top["w"].sum()))
+            continue
         top = rows.nlargest(k, "score", keep="first")
         daily.append(float(top["y"].sum() / len(top)))
         if entity is None:
@@ -588,21 +626,25 @@ def precision_top_k(
 def precision_top_k_of_rows(
     y_true: np.ndarray,
     scores: np.ndarray,
-    rows: np.ndarray,
-    all_days: np.ndarray,
+    days: np.ndarray,
+    totals: dict[int, int],
     alerts_per_day: int,
     entity: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """:func:`precision_top_k` of ``scores`` on ``rows`` of a table whose every
-    row's day is ``all_days`` (:func:`day_numbers`), each day's budget the rows'
-    share of ``alerts_per_day`` (:func:`daily_alert_budget`)."""
-    days = np.asarray(all_days)[np.asarray(rows)]
+    """:func:`precision_top_k` of ``scores`` on rows of a table whose days are
+    ``days`` (:func:`day_numbers`), each day's budget the rows' share of
+    ``alerts_per_day`` in the whole table, whose rows per day are ``totals``
+    (:func:`day_totals`, :func:`daily_alert_budget`); ``weight``: the rows each
+    row stands for, when they are a sample."""
+    days = np.asarray(days)
     return precision_top_k(
         y_true,
         scores,
         days,
-        budget=daily_alert_budget(days, all_days, alerts_per_day),
+        budget=daily_alert_budget(days, totals, alerts_per_day, weight),
         entity=entity,
+        weight=weight,
     )
 
 

@@ -34,6 +34,7 @@ RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 SCHEMA_FILE = "schema.json"
 SPLITS_FILE = "splits.parquet"
+DAY_TOTALS_FILE = "day_totals.json"  # rows per day of the whole table (alert budget)
 TRANSFORMER_FILE = "transformer.json"
 GAN_DIR = "gan"
 DETECTORS_DIR = "detectors"

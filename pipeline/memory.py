@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number
 
@@ -28,3 +36,136 @@ def limit_malloc_arenas(n: int = 2) -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(_M_ARENA_MAX, int(os.environ["MALLOC_ARENA_MAX"])))
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory now (Linux; ``None`` elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class ResourceMeter:
+    """Where a run's time and memory go: a daemon thread samples the process's
+    resident memory every ``interval`` seconds, and each stage run under
+    :meth:`span` records when it ran; :meth:`summary` gives, per stage, its calls,
+    seconds (total and longest call) and the peak resident memory while it ran
+    (stages that ran at the same time share a peak: two fits run at once)."""
+
+    def __init__(self, interval: float = 0.25):
+        self.interval = interval
+        self._samples: list[tuple[float, int]] = []
+        self._spans: list[tuple[str, float, float]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ResourceMeter:
+        if rss_bytes() is not None:
+            self._thread = threading.Thread(
+                target=self._sample, name="fraudaug-meter", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            value = rss_bytes()
+            if value is not None:
+                with self._lock:
+                    self._samples.append((time.monotonic(), value))
+            self._stop.wait(self.interval)
+
+    @contextlib.contextmanager
+    def span(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._spans.append((name, start, time.monotonic()))
+
+    def summary(self) -> dict[str, Any]:
+        """``peak_rss_mb`` (of the run so far) and ``stages`` (``stage``,
+        ``calls``, ``seconds``, ``longest_seconds``, ``peak_rss_mb``), in the order
+        the stages first ran."""
+        import numpy as np
+
+        with self._lock:
+            samples, spans = list(self._samples), list(self._spans)
+        times = np.array([t for t, _ in samples]) if samples else np.zeros(0)
+        values = np.array([v for _, v in samples]) if samples else np.zeros(0)
+
+        def peak(start: float, end: float) -> float | None:
+            inside = values[(times >= start) & (times <= end)] if len(times) else []
+            if not len(inside):  # shorter than a sample: the nearest one
+                if not len(times):
+                    return None
+                inside = values[[int(np.argmin(np.abs(times - end)))]]
+            return round(float(inside.max()) / 2**20, 1)
+
+        stages: dict[str, dict[str, Any]] = {}
+        for name, start, end in spans:
+            entry = stages.setdefault(
+                name,
+                {"stage": name, "calls": 0, "seconds": 0.0, "longest_seconds": 0.0},
+            )
+            entry["calls"] += 1
+            entry["seconds"] = round(entry["seconds"] + end - start, 2)
+            entry["longest_seconds"] = round(
+                max(entry["longest_seconds"], end - start), 2
+            )
+            value = peak(start, end)
+            if value is not None:
+                entry["peak_rss_mb"] = max(entry.get("peak_rss_mb", 0.0), value)
+        return {
+            "peak_rss_mb": round(float(values.max()) / 2**20, 1)
+            if len(values)
+            else None,
+            "interval_seconds": self.interval,
+            "stages": list(stages.values()),
+        }
+
+
+_METER: ResourceMeter | None = None
+
+
+@contextlib.contextmanager
+def metering(meter: ResourceMeter | None) -> Iterator[ResourceMeter | None]:
+    """Make ``meter`` the one :func:`metered` stages report to (started and
+    stopped here)."""
+    global _METER
+    previous, _METER = _METER, meter
+    if meter is not None:
+        meter.start()
+    try:
+        yield meter
+    finally:
+        if meter is not None:
+            meter.stop()
+        _METER = previous
+
+
+def metered(name: str) -> Callable[[F], F]:
+    """Run a stage under the current meter's :meth:`ResourceMeter.span` (no-op
+    without one, e.g. in a Dask worker process)."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            meter = _METER
+            if meter is None:
+                return fn(*args, **kwargs)
+            with meter.span(name):
+                return fn(*args, **kwargs)
+
+        return inner  # type: ignore[return-value]
+
+    return wrap

@@ -312,12 +312,15 @@ def record_challenger(
     random_state: int,
     metric: str = "auprc",
     alerts_per_day: int = 100,
+    day_totals: dict[int, int] | None = None,
 ) -> dict[str, Any]:
     """Log the challenger into its MLflow run (``mlflow_run``, from
     :func:`pipeline.tracking.start_tracking`), decide against the champion on
-    shared held-out rows, register it as a new version of ``fraudaug-detector``
-    with the decision as tags, point ``challenger`` at it, and ``champion`` too if
-    it won. Returns the decision (also the version and its URI)."""
+    shared held-out rows (``frame``: the input's ``test_rows``; see
+    :func:`pipeline.champion.decide`), register it as a new version of
+    ``fraudaug-detector`` with the decision as tags, point ``challenger`` at it,
+    and ``champion`` too if it won. Returns the decision (also the version and
+    its URI)."""
     from mlflow.exceptions import MlflowException
 
     from pipeline.champion import decide
@@ -368,6 +371,7 @@ def record_challenger(
                 random_state=random_state,
                 metric=metric,
                 alerts_per_day=alerts_per_day,
+                day_totals=day_totals,
             )
             # Another machine's run may have moved the champion meanwhile.
             now = _version(client, MODEL_NAME, alias=CHAMPION)

@@ -274,11 +274,12 @@ def _rows_label(n: float) -> str:
 
 def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
     """The dose-response charts: AUPRC against rows added (log scale), per method,
-    on validation rows (what chose the amount) and on test rows."""
-    if not rows:
+    on validation rows (what chose the amount) and on test rows. (Undersampling
+    adds no rows: its amounts are in the table beside, by the ratio reached.)"""
+    added = sorted({r["n_added"] for r in rows if r["n_added"] > 0})
+    if not added:
         return []
     colours = charts.colours(metrics["methods"])
-    added = sorted({r["n_added"] for r in rows if r["n_added"] > 0})
     lo, hi = math.log10(min(added)), math.log10(max(added))
     ticks = [
         (math.log10(v), _rows_label(v))
@@ -292,7 +293,7 @@ def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
     out = []
     for key, subset in (("validation_auprc", "validation"), ("test_auprc", "test")):
         series = []
-        for method in dict.fromkeys(r["method"] for r in rows):
+        for method in dict.fromkeys(r["method"] for r in rows if r["n_added"] > 0):
             points = [r for r in rows if r["method"] == method and r["n_added"] > 0]
             series.append(
                 {

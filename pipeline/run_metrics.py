@@ -30,6 +30,22 @@ def gan_summary(gans: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def sampling_summary(
+    fits: list[dict[str, Any]], max_train_rows: int | None
+) -> dict[str, Any]:
+    """What the training-row budget sampled on each split (every method of a
+    split reads the same rows): ``max_train_rows``, ``sampled`` (any split was),
+    ``splits`` (per split ``train`` and ``validation``: ``rows_before``,
+    ``rows_after``, ``legit_before``, ``legit_after``, ``share``; ``None`` where
+    the rows fit in the budget)."""
+    per_split = {f["split"]: f.get("sampled") for f in fits}
+    return {
+        "max_train_rows": max_train_rows,
+        "sampled": any(v is not None for v in per_split.values()),
+        "splits": [{"split": k, "rows": per_split[k]} for k in sorted(per_split)],
+    }
+
+
 def build_metrics(
     *,
     run: dict[str, Any],
@@ -78,6 +94,7 @@ def build_metrics(
         "methods": list(config.evaluation.methods),
         "n_splits": config.split.n_splits,
         "folds": folds,
+        "sampling": sampling_summary(fits, config.sampling.max_train_rows),
         "primary_metric": primary,
         "results": fits,
         "summary": summarise(fits),

@@ -8,14 +8,15 @@ transformer and the split's number); :func:`load_split_data` reads them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from pipeline.artifacts import load_json, load_parquet
-from pipeline.preprocess import TabularTransformer, subset_rows
-
-SUBSETS = ("train", "validation", "test")
+from pipeline import layout
+from pipeline.artifacts import load_json, load_parquet_rows
+from pipeline.preprocess import SUBSETS, TabularTransformer, subset_rows
 
 
 @dataclass(frozen=True)
@@ -27,44 +28,146 @@ class SplitInputs:
     splits_path: str
     transformer_path: str
     split: int
+    max_train_rows: int | None = None
+    """``sampling.max_train_rows``: above it the training and validation rows
+    are sampled (:func:`sample_rows`)."""
+    rows_seed: int = 0
+    """The split's seed for that sample (the run's ``rows`` stream)."""
 
     def load(self) -> dict[str, Any]:
         """The split's rows (:func:`load_split_data`)."""
         return load_split_data(self)
 
 
+def sample_rows(
+    y_train: np.ndarray,
+    y_validation: np.ndarray,
+    max_train_rows: int | None,
+    seed: int,
+) -> dict[str, Any] | None:
+    """Which training and validation rows a split keeps under the budget
+    ``max_train_rows``: ``None`` when the training rows fit in it. Above it,
+    every fraud and a seeded share of the legitimate rows (as many as fill the
+    budget), the validation rows at the same share; each kept legitimate row
+    weighs the inverse of its subset's share (the legitimate rows it stands for),
+    frauds 1.
+
+    Returns
+    -------
+    dict or None
+        Per subset ``train`` and ``validation``: ``keep`` (positions, increasing),
+        ``weight`` (per kept row), and ``rows_before``, ``rows_after``,
+        ``legit_before``, ``legit_after``, ``share`` (legitimate rows kept).
+    """
+    if max_train_rows is None or len(y_train) <= max_train_rows:
+        return None
+    rng = np.random.default_rng(seed)
+    n_fraud = int((y_train == 1).sum())
+    n_legit = len(y_train) - n_fraud
+    share = max(max_train_rows - n_fraud, 1) / max(n_legit, 1)
+    out: dict[str, Any] = {}
+    for subset, y in (("train", y_train), ("validation", y_validation)):
+        legit = np.flatnonzero(y == 0)
+        n_keep = max(1, min(len(legit), int(round(share * len(legit)))))
+        kept = np.sort(rng.choice(legit, n_keep, replace=False))
+        keep = np.union1d(np.flatnonzero(y == 1), kept)
+        weight = np.where(y[keep] == 0, len(legit) / n_keep, 1.0)
+        out[subset] = {
+            "keep": keep,
+            "weight": weight,
+            "rows_before": int(len(y)),
+            "rows_after": int(len(keep)),
+            "legit_before": int(len(legit)),
+            "legit_after": int(n_keep),
+            "share": round(n_keep / max(len(legit), 1), 6),
+        }
+    return out
+
+
+def load_splits(splits_path: str | Path, split: int) -> pd.DataFrame:
+    """One split's rows of a run's ``splits.parquet`` (the others are not read)."""
+    return pd.read_parquet(splits_path, filters=[("split", "==", int(split))])
+
+
+def load_day_totals(splits_path: str | Path) -> dict[int, int] | None:
+    """The whole table's rows per day, written beside the splits
+    (:data:`pipeline.layout.DAY_TOTALS_FILE`; ``None`` without a time column)."""
+    totals = load_json(Path(splits_path).parent / layout.DAY_TOTALS_FILE)["totals"]
+    return None if totals is None else {int(d): int(n) for d, n in totals.items()}
+
+
 def load_split_data(inputs: SplitInputs) -> dict[str, Any]:
-    """``{subset: {"X", "y", "rows", "amount", "entity"}}`` of one split, features
-    in model space (``amount``: ``None`` when the schema names no amount column;
-    ``entity``: the card or customer, ``None`` when the schema names none);
-    ``"all_days"``: the calendar day of every row of the table (precision
-    top-k's days and alert budget; ``None`` without a time column); and
-    ``"transformer"``: the split's fitted transformer (its ``schema`` is the
-    table's)."""
+    """``{subset: {"X", "y", "rows", "days", "amount", "entity"}}`` of one split,
+    features in model space (``days``: the calendar day of each row, ``None``
+    without a time column; ``amount``: ``None`` when the schema names no amount
+    column; ``entity``: the card or customer, ``None`` when the schema names
+    none); ``"day_totals"``: the whole table's rows per day (precision top-k's
+    alert budget; ``None`` without a time column); and ``"transformer"``: the
+    split's fitted transformer (its ``schema`` is the table's).
+
+    Above ``inputs.max_train_rows`` the training and validation rows are a
+    sample (:func:`sample_rows`): each subset's ``weight`` says what each kept
+    row stands for (``None``: not sampled; test rows never are) and
+    ``"sampled"`` what was kept (``None`` below the budget).
+
+    Only the split's rows and the columns these stages use are read (not the ids
+    or other text beside them; :func:`pipeline.artifacts.load_parquet_rows`), so
+    a task's memory follows its split, not the table."""
     from pipeline.evaluate import day_numbers
 
     transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
     schema = transformer.schema
-    # The columns these stages read (not the ids or other text beside them).
     wanted = {f["source"] for f in transformer.features_} | {schema.label.column}
     wanted |= {c for c in (schema.amount, schema.time, schema.entity) if c}
-    frame = load_parquet(
-        inputs.frame_path, columns=[c for c in schema.names if c in wanted]
+    splits = load_splits(inputs.splits_path, inputs.split)
+    rows = {s: subset_rows(splits, inputs.split, s) for s in SUBSETS}
+    del splits
+    label = schema.label.column
+    sample = None
+    if inputs.max_train_rows is not None and len(rows["train"]) > inputs.max_train_rows:
+        # The labels first: which rows the budget keeps, before reading features.
+        labels = {
+            s: load_parquet_rows(inputs.frame_path, rows[s], [label])[label].to_numpy()
+            for s in ("train", "validation")
+        }
+        sample = sample_rows(
+            labels["train"],
+            labels["validation"],
+            inputs.max_train_rows,
+            inputs.rows_seed,
+        )
+        for s in ("train", "validation"):
+            rows[s] = rows[s][sample[s]["keep"]]
+    every = np.sort(np.concatenate(list(rows.values())))
+    frame = load_parquet_rows(
+        inputs.frame_path, every, columns=[c for c in schema.names if c in wanted]
     )
-    splits = load_parquet(inputs.splits_path)
-    all_days = None if schema.time is None else day_numbers(frame[schema.time])
-    data: dict[str, Any] = {"transformer": transformer, "all_days": all_days}
+    data: dict[str, Any] = {
+        "transformer": transformer,
+        "day_totals": None
+        if schema.time is None
+        else load_day_totals(inputs.splits_path),
+        "sampled": None
+        if sample is None
+        else {
+            s: {k: v for k, v in sample[s].items() if k not in ("keep", "weight")}
+            for s in ("train", "validation")
+        },
+    }
     for subset in SUBSETS:
-        rows = subset_rows(splits, inputs.split, subset)
-        part = frame.iloc[rows]
+        part = frame.iloc[np.searchsorted(every, rows[subset])]
         data[subset] = {
             "X": transformer.transform(part),
             "y": part[schema.label.column].to_numpy(dtype=np.int64),
-            "rows": rows,
+            "rows": rows[subset],
+            "days": None if schema.time is None else day_numbers(part[schema.time]),
             "amount": None
             if schema.amount is None
             else part[schema.amount].to_numpy(dtype=np.float64),
             "entity": None if schema.entity is None else part[schema.entity].to_numpy(),
+            "weight": None
+            if sample is None or subset == "test"
+            else sample[subset]["weight"],
         }
     return data
 
@@ -77,16 +180,18 @@ def top_k_metrics(
     time column."""
     from pipeline.evaluate import precision_top_k_of_rows
 
-    if data["all_days"] is None:
+    if data["day_totals"] is None:
         return None
     part = data[subset]
     return precision_top_k_of_rows(
         part["y"],
         scores,
-        part["rows"],
-        data["all_days"],
+        part["days"],
+        data["day_totals"],
         alerts_per_day,
-        entity=part["entity"],
+        # Card precision needs every row of a day: not on sampled rows.
+        entity=part["entity"] if part["weight"] is None else None,
+        weight=part["weight"],
     )
 
 

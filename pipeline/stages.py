@@ -29,6 +29,7 @@ from pipeline.artifacts import (
     git_commit,
     load_json,
     load_parquet,
+    load_parquet_rows,
     package_versions,
     save_json,
     save_parquet,
@@ -45,8 +46,8 @@ from pipeline.cache import (
     stage_entry,
 )
 from pipeline.config import PipelineConfig
-from pipeline.errors import ArtifactError, TrainingError, one_line
-from pipeline.evaluate import compute_metrics
+from pipeline.errors import ArtifactError, ConfigError, TrainingError, one_line
+from pipeline.evaluate import compute_metrics, day_numbers, day_totals
 from pipeline.ingest import is_demo_data, read_transactions
 from pipeline.preprocess import (
     TabularTransformer,
@@ -57,7 +58,14 @@ from pipeline.preprocess import (
 )
 from pipeline.runs import newest_run, update_latest, write_index
 from pipeline.schema import KAGGLE, SCHEMA_FILE, TableSchema, save_schema
-from pipeline.split_data import SplitInputs, features_but_raw_time, top_k_metrics
+from pipeline.split_data import (
+    SUBSETS,
+    SplitInputs,
+    features_but_raw_time,
+    load_day_totals,
+    load_splits,
+    top_k_metrics,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -239,13 +247,14 @@ def stage_preprocess(
         # The windows of every fold, for the report (checked here before any work).
         time = load_parquet(frame_path, columns=[schema.time])[schema.time]
         folds = describe_folds(rolling_folds(time, config.split))
-    names = [layout.SPLITS_FILE] + [
+        del time
+    names = [layout.SPLITS_FILE, layout.DAY_TOTALS_FILE] + [
         layout.transformer_path(run_dir, k).relative_to(run_dir).as_posix()
         for k in range(len(split_seeds))
     ]
     result = {
         "splits_path": str(run_dir / layout.SPLITS_FILE),
-        "transformer_paths": [str(run_dir / n) for n in names[1:]],
+        "transformer_paths": [str(run_dir / n) for n in names[2:]],
         "folds": folds,
     }
     entry = None
@@ -260,13 +269,31 @@ def stage_preprocess(
         entry = stage_entry(cache_dir, "preprocess", key)
         if cache_get(entry, run_dir):
             return {**result, "cached": True, "cache_key": key}
-    frame = load_parquet(frame_path)
+    # Out of time the splits need only the time and the label; random splits
+    # compare whole rows (copies stay in one subset).
+    by_time = config.split.mode in ("rolling", "temporal") and schema.time
+    frame = load_parquet(
+        frame_path, columns=[schema.time, schema.label.column] if by_time else None
+    )
     splits = split_rows(frame, config.split, split_seeds, schema)
-    save_parquet(run_dir / layout.SPLITS_FILE, splits)
+    save_parquet(
+        run_dir / layout.SPLITS_FILE,
+        splits.astype({"subset": pd.CategoricalDtype(SUBSETS)}),
+    )
+    save_json(
+        run_dir / layout.DAY_TOTALS_FILE,
+        {
+            "totals": None
+            if schema.time is None
+            else day_totals(day_numbers(frame[schema.time]))
+        },
+    )
     for split in range(len(split_seeds)):
-        train = frame.iloc[subset_rows(splits, split, "train")]
+        rows = subset_rows(splits, split, "train")
+        train = load_parquet_rows(frame_path, rows) if by_time else frame.iloc[rows]
         transformer = TabularTransformer(schema).fit(train)
         save_json(result["transformer_paths"][split], transformer.to_dict())
+        del train
     if entry is not None:
         cache_put(entry, {n: run_dir / n for n in names})
     return {**result, "cached": False}
@@ -509,18 +536,38 @@ def stage_fit_detector(
     amount's index) and, on split 0, its saved detector; the amount is chosen later,
     over every split's records (:func:`~pipeline.evaluate.choose_amounts`).
     """
-    from pipeline.detect import NEIGHBOURHOOD_SAMPLERS, NOT_RESAMPLED, amount_targets
+    from pipeline.detect import (
+        NEIGHBOURHOOD_SAMPLERS,
+        NOT_RESAMPLED,
+        UNDER_SAMPLERS,
+        amount_targets,
+        keep_targets,
+    )
 
     split = inputs.split
     data = inputs.load()
-    targets: list[int | None] = (
-        [None]
-        if method in NOT_RESAMPLED
-        else amount_targets(data["train"]["y"], config.evaluation)
-    )
+    # The amount: fraud rows to reach (oversamplers) or legitimate rows to keep
+    # (undersamplers).
+    target_of = "n_majority" if method in UNDER_SAMPLERS else "n_minority"
     scores_path = Path(scores_path)
     grid: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    try:
+        targets: list[int | None] = (
+            [None]
+            if method in NOT_RESAMPLED
+            else (keep_targets if method in UNDER_SAMPLERS else amount_targets)(
+                data["train"]["y"], config.evaluation, data["train"]["weight"]
+            )
+        )
+    except ConfigError as exc:  # this split's rows leave the method nothing to do
+        logger.warning("split %d %s failed: %s", split, method, exc)
+        return {
+            "method": method,
+            "split": split,
+            "grid": [],
+            "failed": [{target_of: None, "reason": one_line(exc)}],
+        }
     for i, target in enumerate(targets):
         try:
             record = _fit_one_detector(
@@ -528,7 +575,7 @@ def stage_fit_detector(
                 split,
                 method,
                 config,
-                n_minority=target,
+                **{target_of: target},
                 sampler_seed=sampler_seed,
                 detector_seed=detector_seed,
                 scores_path=scores_path.with_name(f"{scores_path.stem}-{i}.parquet"),
@@ -547,11 +594,11 @@ def stage_fit_detector(
                 "split %d %s%s failed: %s",
                 split,
                 method,
-                "" if target is None else f" (to {target:,} fraud rows)",
+                "" if target is None else f" ({target_of} {target:,})",
                 reason,
             )
             logger.debug("the failed fit's traceback", exc_info=True)
-            failed.append({"n_minority": target, "reason": reason})
+            failed.append({target_of: target, "reason": reason})
             continue
         grid.append(record)
         if record["n_added"] == 0 and method in NEIGHBOURHOOD_SAMPLERS:
@@ -577,13 +624,17 @@ def _fit_one_detector(
     method: str,
     config: PipelineConfig,
     *,
-    n_minority: int | None,
+    n_minority: int | None = None,
+    n_majority: int | None = None,
     sampler_seed: int,
     detector_seed: int,
     scores_path: Path,
     model_path: Path | None,
     gan_dir: str | Path | None,
 ) -> dict[str, Any]:
+    """One detector at one amount: ``n_minority`` fraud rows to reach by
+    oversampling, or ``n_majority`` legitimate rows to keep by undersampling
+    (neither: no resampling)."""
     from sklearn.metrics import average_precision_score
 
     from pipeline.detect import (
@@ -608,13 +659,18 @@ def _fit_one_detector(
         gan=config.gan,
         gan_dir=gan_dir,
         n_minority=n_minority,
+        n_majority=n_majority,
         categorical_features=transformer.categorical_features,
         n_features=data["train"]["X"].shape[1],
     )
+    train_weight = data["train"]["weight"]
+    val_weight = data["validation"]["weight"]
     weight = None
     if method == "class_weight":
-        # Reweight instead of resampling: negatives per positive in the training rows.
-        weight = float((y_train == 0).sum() / max((y_train == 1).sum(), 1))
+        # Reweight instead of resampling: negatives per positive in the training
+        # rows (those the sampled rows stand for, when sampled).
+        w = np.ones(len(y_train)) if train_weight is None else train_weight
+        weight = float(w[y_train == 0].sum() / max(w[y_train == 1].sum(), 1))
     detector = make_detector(
         config.detector,
         random_state=detector_seed,
@@ -633,6 +689,8 @@ def _fit_one_detector(
         # Identical fits within the run (same rows, weights and settings) are
         # done once; the folder goes with the other partial files.
         reuse_dir=scores_path.parent / layout.FITS_DIR,
+        sample_weight=train_weight,
+        eval_weight=val_weight,
     )
     fit_seconds = time.perf_counter() - start
     parts = []
@@ -651,7 +709,9 @@ def _fit_one_detector(
             )
         )
     # The alert threshold is chosen on the validation rows, never on test.
-    threshold = choose_threshold(data["validation"]["y"], scores["validation"])
+    threshold = choose_threshold(
+        data["validation"]["y"], scores["validation"], sample_weight=val_weight
+    )
     metrics = compute_metrics(
         data["test"]["y"],
         scores["test"],
@@ -674,22 +734,33 @@ def _fit_one_detector(
         with atomic_path(model_path, suffix=".ubj") as tmp:
             xgb.save_model(tmp)
     save_parquet(scores_path, pd.concat(parts, ignore_index=True))
-    n_majority = int((y_train == 0).sum())
+    # The minority/majority ratio the resampling reached (of the rows the
+    # sampled rows stand for, when sampled).
+    n_legit, n_fraud = int((y_train == 0).sum()), int((y_train == 1).sum())
+    stands_for = (
+        n_legit if train_weight is None else float(train_weight[y_train == 0].sum())
+    )
+    ratio = None
+    if n_minority is not None:
+        ratio = round(n_minority / stands_for, 6)
+    elif n_majority is not None:
+        ratio = round(n_fraud / (n_majority * stands_for / n_legit), 6)
     record = {
         "method": method,
         "split": split,
-        "sampling_strategy": (
-            None if n_minority is None else round(n_minority / n_majority, 6)
-        ),
+        "sampling_strategy": ratio,
         "n_added": added_size(pipeline),
         "validation_auprc": float(
-            average_precision_score(data["validation"]["y"], scores["validation"])
+            average_precision_score(
+                data["validation"]["y"], scores["validation"], sample_weight=val_weight
+            )
         ),
         "validation_precision_top_k": None
         if top_k["validation"] is None
         else top_k["validation"]["precision_top_k"],
         **metrics,
         "scale_pos_weight": weight,
+        "sampled": data["sampled"],
         "n_train": int(len(y_train)),
         "n_train_resampled": resampled_size(pipeline),
         "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
@@ -703,7 +774,15 @@ def _fit_one_detector(
         "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
         split,
         method,
-        "" if n_minority is None else f"+{record['n_added']:>6,} rows",
+        (
+            f"+{record['n_added']:>6,} rows"
+            if n_minority is not None
+            else (
+                ""
+                if n_majority is None
+                else f"-{len(y_train) - record['n_train_resampled']:>6,} rows"
+            )
+        ),
         record["validation_auprc"],
         record["auprc"],
         fit_seconds,
@@ -751,12 +830,12 @@ def stage_choose_fits(
             target = layout.detector_path(run_dir, record["split"], record["method"])
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(model, target)
-    ids = (
-        load_parquet(frame_path, columns=list(schema.id_columns))
-        if schema.id_columns
-        else None
+    path = _merge_predictions(
+        run_dir,
+        [r.pop("scores_path") for r in chosen],
+        frame_path,
+        list(schema.id_columns),
     )
-    path = _merge_predictions(run_dir, [r.pop("scores_path") for r in chosen], ids)
     return {
         "fits": chosen,
         "amount_choice": amount_choice,
@@ -766,19 +845,24 @@ def stage_choose_fits(
 
 
 def _merge_predictions(
-    run_dir: Path, score_paths: list[str], ids: pd.DataFrame | None = None
+    run_dir: Path,
+    score_paths: list[str],
+    frame_path: str | Path,
+    id_columns: list[str],
 ) -> str:
-    """One ``predictions.parquet`` from the fits' score files; ``ids`` (the input's
-    id columns, by row) are carried beside ``row``."""
+    """One ``predictions.parquet`` from the fits' score files; the input's
+    ``id_columns`` (read for the scored rows only) are carried beside ``row``."""
     parts = [load_parquet(p) for p in score_paths]
     predictions = pd.concat(parts, ignore_index=True).sort_values(
         ["split", "method", "subset", "row"], kind="stable", ignore_index=True
     )
-    if ids is not None and len(ids.columns):
+    if id_columns:
+        scored = np.unique(predictions["row"].to_numpy())
+        ids = load_parquet_rows(frame_path, scored, id_columns)
         at = predictions.columns.get_loc("row") + 1
-        for offset, name in enumerate(ids.columns):
-            values = ids[name].to_numpy()[predictions["row"].to_numpy()]
-            predictions.insert(at + offset, name, values)
+        where = np.searchsorted(scored, predictions["row"].to_numpy())
+        for offset, name in enumerate(id_columns):
+            predictions.insert(at + offset, name, ids[name].to_numpy()[where])
     path = run_dir / layout.PREDICTIONS_FILE
     save_parquet(path, predictions)
     shutil.rmtree(run_dir / layout.SCORES_DIR, ignore_errors=True)
@@ -794,8 +878,16 @@ def stage_drift(inputs: SplitInputs) -> dict[str, Any]:
     data = inputs.load()
     transformer = data["transformer"]
     keep = features_but_raw_time(transformer)
+    train = data["train"]["X"]
+    if data["sampled"] is not None:
+        # Sampled training rows hold every fraud: thin the frauds to the share of
+        # legitimate rows kept, so that the rows are a uniform sample of the window.
+        y = data["train"]["y"]
+        rng = np.random.default_rng([inputs.rows_seed, 1])
+        chosen = (y == 0) | (rng.random(len(y)) < data["sampled"]["train"]["share"])
+        train = train[chosen]
     drift = feature_drift(
-        data["train"]["X"][:, keep],
+        train[:, keep],
         data["test"]["X"][:, keep],
         [transformer.feature_names[j] for j in keep],
         [keep.index(j) for j in transformer.categorical_features if j in keep],
@@ -826,11 +918,12 @@ def stage_monitor(
     ``registry.alert_drop`` is logged as a warning."""
     from pipeline.champion import monitor_champion
 
-    rows = subset_rows(load_parquet(splits_path), 0, "test")
+    rows = subset_rows(load_splits(splits_path, 0), 0, "test")
     result = monitor_champion(
         tracking_uri,
-        frame=load_parquet(frame_path),
+        frame=load_parquet_rows(frame_path, rows),
         rows=rows,
+        day_totals=load_day_totals(splits_path),
         schema=schema,
         data_sha256=data_sha256,
         metric=config.evaluation.primary_metric,
@@ -929,10 +1022,11 @@ def stage_registry(
     record = next(
         r for r in metrics["results"] if r["method"] == best and r["split"] == 0
     )
-    splits = load_parquet(run_dir / layout.SPLITS_FILE)
+    splits = load_splits(run_dir / layout.SPLITS_FILE, 0)
     fit_rows = np.concatenate(
         [subset_rows(splits, 0, "train"), subset_rows(splits, 0, "validation")]
     )
+    del splits
     predictions = load_parquet(predictions_path)
     test = predictions[
         (predictions["method"] == best)
@@ -958,7 +1052,8 @@ def stage_registry(
         threshold=record["threshold"],
         metrics={k: record[k] for k in keep if k in record},
         data_sha256=metrics["data"]["sha256"],
-        frame=load_parquet(frame_path),
+        frame=load_parquet_rows(frame_path, test["row"].to_numpy()),
+        day_totals=load_day_totals(run_dir / layout.SPLITS_FILE),
         fit_rows=fit_rows,
         test_rows=test["row"].to_numpy(),
         test_scores=test["score"].to_numpy(),

@@ -293,6 +293,13 @@ def log_results(
         "fraudaug.duration_seconds": metrics.get("duration_seconds"),
         "fraudaug.status": metrics.get("status"),
     }
+    sampling = metrics.get("sampling") or {}
+    if sampling:
+        tags["fraudaug.sampling.max_train_rows"] = sampling["max_train_rows"]
+        tags["fraudaug.sampling.sampled"] = str(sampling["sampled"]).lower()
+        shares = [s["rows"]["train"]["share"] for s in sampling["splits"] if s["rows"]]
+        if shares:
+            tags["fraudaug.sampling.share"] = ", ".join(f"{v:g}" for v in shares)
     failed = sorted({f["method"] for f in metrics.get("failures", []) if f["left_out"]})
     if failed:
         tags["fraudaug.failed_methods"] = ", ".join(failed)

@@ -109,7 +109,8 @@ def offer_challenger(
             threshold=0.5,
             metrics=metrics or {"auprc": 0.0},
             data_sha256="sha-of-demo",
-            frame=frame,
+            frame=frame.iloc[test_rows],
+            day_totals=demo_day_totals(frame),
             fit_rows=fit_rows,
             test_rows=test_rows,
             test_scores=model.predict_proba(X)[:, 1],
@@ -120,6 +121,13 @@ def offer_challenger(
         )
     finally:
         finish_tracking(mlflow_run)
+
+
+def demo_day_totals(frame):
+    """The demo table's rows per day (its ``Time`` counts seconds)."""
+    from pipeline.evaluate import day_numbers, day_totals
+
+    return day_totals(day_numbers(frame["Time"]))
 
 
 def registry_aliases(store):

@@ -5,7 +5,7 @@ from sklearn.metrics import average_precision_score
 from xgboost import XGBClassifier
 
 from pipeline.champion import monitor_champion
-from tests.helpers import offer_challenger
+from tests.helpers import demo_day_totals, offer_challenger
 
 
 def test_the_champion_rule_follows_precision_top_k_when_it_is_primary(
@@ -40,10 +40,11 @@ def test_the_champion_is_scored_on_the_newest_rows_and_its_decay_flagged(
 ):
     frame, fit_rows, test_rows, _, paths, transformer = candidates
     kwargs = {
-        "frame": frame,
+        "frame": frame.iloc[test_rows],
         "rows": test_rows,
         "schema": transformer.schema,
         "data_sha256": "sha-of-demo",
+        "day_totals": demo_day_totals(frame),
     }
     assert monitor_champion(mlflow_store, **kwargs)["status"] == "none"
     offer_challenger(
@@ -62,7 +63,9 @@ def test_the_champion_is_scored_on_the_newest_rows_and_its_decay_flagged(
     assert out["alert"] and "dropped by more than registry.alert_drop" in out["line"]
     assert not monitor_champion(mlflow_store, **kwargs, alert_drop=1.0)["alert"]
     # Rows it was fitted on never judge it (same file): none are left here.
-    fitted = monitor_champion(mlflow_store, **{**kwargs, "rows": fit_rows})
+    fitted = monitor_champion(
+        mlflow_store, **{**kwargs, "rows": fit_rows, "frame": frame.iloc[fit_rows]}
+    )
     assert fitted["status"] == "too_few"
     # Precision top-k as the primary metric: no figure at its registration.
     top_k = monitor_champion(mlflow_store, **kwargs, metric="precision_top_k")

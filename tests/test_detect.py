@@ -4,11 +4,13 @@ import pytest
 from pipeline.config import METHODS, load_config
 from pipeline.detect import (
     NOT_RESAMPLED,
+    UNDER_SAMPLERS,
     added_rows,
     added_size,
     amount_targets,
     fit_detection_pipeline,
     fraud_scores,
+    keep_targets,
     make_detection_pipeline,
     make_detector,
     make_sampler,
@@ -51,13 +53,18 @@ def test_every_method_fits_and_scores_real_rows_only(split_data, method):
             method, config.evaluation, random_state=1, gan=config.gan
         ).fit_resample(X_tr, y_tr)
         assert resampled_size(pipe) == len(X_res) != len(y_tr)
-        assert 0 < added_size(pipe) <= len(X_res) - (y_tr == 1).sum()
+        if method in UNDER_SAMPLERS:  # removes legitimate rows, adds none
+            assert added_size(pipe) == 0 and len(X_res) < len(y_tr)
+        else:
+            assert 0 < added_size(pipe) <= len(X_res) - (y_tr == 1).sum()
     else:
         assert resampled_size(pipe) == len(y_tr)
         assert added_size(pipe) == 0
 
 
-@pytest.mark.parametrize("method", [m for m in METHODS if m not in NOT_RESAMPLED])
+@pytest.mark.parametrize(
+    "method", [m for m in METHODS if m not in NOT_RESAMPLED + UNDER_SAMPLERS]
+)
 def test_every_sampler_adds_the_rows_it_is_asked_for(split_data, method):
     X_tr, y_tr, *_ = split_data
     config = load_config("smoke", overrides={"gan": TINY})
@@ -89,6 +96,36 @@ def test_the_amount_grid_runs_from_one_per_real_fraud_to_the_shared_ratio():
     assert amount_targets(y, small) == [400, 500]
     with pytest.raises(ConfigError, match="already hold"):
         amount_targets(np.r_[np.zeros(100, int), np.ones(50, int)], config.evaluation)
+
+
+def test_undersampling_keeps_every_fraud_and_the_legitimate_rows_asked_for(
+    split_data,
+):
+    X_tr, y_tr, *_ = split_data
+    config = load_config("default")
+    for keep in keep_targets(y_tr, config.evaluation):
+        sampler = make_sampler(
+            "random_under", config.evaluation, random_state=1, n_majority=keep
+        )
+        X_res, y_res = sampler.fit_resample(X_tr, y_tr)
+        assert (y_res == 0).sum() == keep and (y_res == 1).sum() == (y_tr == 1).sum()
+        # Real training rows only, each at most once.
+        kept = sampler.sample_indices_
+        assert len(set(kept)) == len(kept)
+        np.testing.assert_array_equal(X_res, X_tr[kept])
+
+
+def test_undersampling_reaches_the_ratios_oversampling_reaches():
+    y = np.r_[np.zeros(100_000, int), np.ones(200, int)]
+    config = load_config("default")
+    keep = keep_targets(y, config.evaluation)
+    assert keep == [50_000, 20_000, 5_882, 2_000]  # 100,000 / (1 + m); ratio 0.1
+    over = amount_targets(y, config.evaluation)
+    np.testing.assert_allclose(
+        [200 / k for k in keep], [n / 100_000 for n in over], rtol=1e-3
+    )
+    with pytest.raises(ConfigError, match="hold only"):
+        keep_targets(np.r_[np.zeros(100, int), np.ones(50, int)], config.evaluation)
 
 
 def test_added_rows_can_weigh_less_than_real_ones(split_data):

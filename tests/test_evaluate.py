@@ -11,6 +11,7 @@ from pipeline.evaluate import (
     compute_metrics,
     daily_alert_budget,
     day_numbers,
+    day_totals,
     paired_difference,
     precision_at_recall,
     precision_top_k,
@@ -199,8 +200,10 @@ def test_day_numbers_of_timestamps_and_of_seconds():
 def test_the_alert_budget_is_shared_by_the_subset_share_of_each_day():
     all_days = np.r_[np.zeros(1000, int), np.ones(500, int), np.full(10, 2)]
     subset = np.r_[np.zeros(200, int), np.ones(500, int), np.full(1, 2)]
-    assert daily_alert_budget(subset, all_days, 100) == {0: 20, 1: 100, 2: 10}
-    assert daily_alert_budget(np.full(1, 2), np.full(1000, 2), 100) == {2: 1}
+    totals = day_totals(all_days)
+    assert totals == {0: 1000, 1: 500, 2: 10}
+    assert daily_alert_budget(subset, totals, 100) == {0: 20, 1: 100, 2: 10}
+    assert daily_alert_budget(np.full(1, 2), {2: 1000}, 100) == {2: 1}
 
 
 def test_precision_top_k_per_day_by_hand():

@@ -87,15 +87,15 @@ class _Exploding:
         raise RuntimeError("the sampler gave up\nsecond line")
 
 
+@pytest.mark.slow
 def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
-    harness, sample_path, tmp_path, monkeypatch, capsys
+    harness, sample_path, tmp_path, monkeypatch
 ):
-    """``fraudaug run`` with one method's sampler raising: the other methods, the
-    comparison, the report, the registry and the index go on; the method is
-    marked failed with its one-line reason; exit code 3 and one line, no
-    traceback."""
+    """One method's sampler raises: the other methods, the comparison, the report,
+    the registry and the index go on; the method is marked failed with its
+    one-line reason."""
     import pipeline.detect
-    from pipeline.cli import EXIT_COMPLETED_WITH_FAILURES, main
+    from flows.fraud_flow import fraud_augmentation
 
     real = pipeline.detect.make_sampler
 
@@ -106,24 +106,21 @@ def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
 
     monkeypatch.setattr(pipeline.detect, "make_sampler", make_sampler)
     reports = tmp_path / "reports"
-    code = main(
-        [
-            "run", "--data", str(sample_path), "--profile", "smoke",
-            "--reports", str(reports),
-            "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-            "--set", f"data.cache_dir={tmp_path / 'cache'}",
-            "--set", 'evaluation.methods=["none","random_over","smote"]',
-            "--set", "detector.n_estimators=60",
-        ]
-    )  # fmt: skip
-    captured = capsys.readouterr()
-    assert code == EXIT_COMPLETED_WITH_FAILURES == 3
-    assert "Traceback" not in captured.err
-    (line,) = [x for x in captured.err.splitlines() if x.startswith("fraudaug:")]
-    assert line == (
-        "fraudaug: completed with failures: smote left out (split 0: RuntimeError: "
-        "the sampler gave up) (see the report)"
+    result = fraud_augmentation(
+        data_path=str(sample_path),
+        profile="smoke",
+        reports_dir=str(reports),
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        overrides={
+            "data": {"cache_dir": str(tmp_path / "cache")},
+            "evaluation": {"methods": ["none", "random_over", "smote"]},
+            "detector": {"n_estimators": 60},
+        },
     )
+    assert result["status"] == "completed_with_failures"
+    assert result["failed_methods"] == {
+        "smote": "split 0: RuntimeError: the sampler gave up"
+    }
     metrics = load_json(reports / "latest" / "metrics.json")
     assert metrics["status"] == "completed_with_failures"
     assert {(f["method"], f["reason"], f["left_out"]) for f in metrics["failures"]} == {
@@ -137,3 +134,45 @@ def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
     # The fidelity stage's SMOTE rows failed the same way: said, not fatal.
     assert 'id="fidelity-failed"' in report and "smote" not in metrics["fidelity"]
     assert (reports / "index.html").is_file()
+    from tests.helpers import mlflow_runs_named
+
+    (tracked,) = mlflow_runs_named(
+        result["run_id"], uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
+    )
+    assert tracked.info.status == "FINISHED"
+    assert tracked.data.tags["fraudaug.status"] == "completed_with_failures"
+    assert tracked.data.tags["fraudaug.failed_methods"] == "smote"
+
+
+def test_the_command_exits_3_with_one_line_when_a_method_failed(
+    tmp_path, sample_path, monkeypatch, capsys
+):
+    """``fraudaug run`` on a run that completed with failures: the report's path,
+    one line naming the failed method and why, exit code 3, no traceback."""
+    import flows.fraud_flow
+    from pipeline.cli import EXIT_COMPLETED_WITH_FAILURES, main
+
+    def flow(**kwargs):
+        return {
+            "report": str(tmp_path / "r" / "report.html"),
+            "status": "completed_with_failures",
+            "failed_methods": {"smote": "split 0: RuntimeError: the sampler gave up"},
+        }
+
+    monkeypatch.setattr(flows.fraud_flow, "with_task_runner", lambda *a: flow)
+    code = main(
+        [
+            "run", "--data", str(sample_path), "--reports", str(tmp_path / "r"),
+            "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--set", f"data.cache_dir={tmp_path / 'cache'}",
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == EXIT_COMPLETED_WITH_FAILURES == 3
+    assert out.strip() == str(tmp_path / "r" / "report.html")
+    # (Log lines of earlier commands in this process may come before it.)
+    assert "Traceback" not in err
+    assert [x for x in err.splitlines() if x.startswith("fraudaug:")] == [
+        "fraudaug: completed with failures: smote left out (split 0: RuntimeError: "
+        "the sampler gave up) (see the report)"
+    ]
