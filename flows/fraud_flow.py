@@ -103,6 +103,19 @@ report = task(name="report", cache_policy=NO_CACHE)(
 )
 
 
+@task(name="retention", cache_policy=NO_CACHE)
+def apply_retention(reports_dir: str, **rule) -> dict | None:
+    """The retention rule after the run (:mod:`pipeline.retention`); a failure
+    here is a warning, never the run's failure."""
+    from pipeline.retention import apply_retention as apply
+
+    try:
+        return apply(reports_dir, **rule)
+    except Exception as exc:  # the run itself is done
+        get_run_logger().warning("retention: not applied: %s", exc)
+        return None
+
+
 @task(name="publish", cache_policy=NO_CACHE)
 def publish(run_dir: str, report_path: str) -> None:
     """Artifacts: a link to the report, the comparison table, a Markdown summary."""
@@ -446,6 +459,14 @@ def _augment(
         # Released on failure too: the next run with the same data and config
         # resumes this folder (and its GAN checkpoints).
         runs.release_lock(run_dir)
+    apply_retention(
+        reports_dir,
+        keep_runs=config.retention.keep_runs,
+        cache_dir=config.data.cache_dir,
+        cache_days=config.retention.cache_days,
+        tracking_uri=tracking_uri,
+        keep={run_id},
+    )
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,10 +101,18 @@ def cache_put(entry: Path, files: dict[str, Path]) -> None:
             shutil.copyfile(source, tmp / name)
 
 
+def touch(entry: Path) -> None:
+    """Stamp a cache entry as used now (its ``done.json``'s time): retention keeps
+    entries by their last use (:mod:`pipeline.retention`)."""
+    with contextlib.suppress(OSError):  # a read-only cache still serves
+        os.utime(entry / CACHE_DONE_FILE)
+
+
 def cache_get(entry: Path, destination: Path) -> bool:
     """Copy a valid cache entry's files into ``destination``; False on a miss."""
     if not cache_valid(entry):
         return False
+    touch(entry)
     for name in load_json(entry / CACHE_DONE_FILE)["sha256"]:
         with atomic_path(destination / name) as tmp:
             shutil.copyfile(entry / name, tmp)

@@ -394,6 +394,46 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_retention(args: argparse.Namespace) -> int:
+    from pipeline.config import load_config
+
+    defaults = load_config("default")
+    keep_runs = args.keep_runs or defaults.retention.keep_runs
+    if keep_runs is not None and keep_runs < 1:
+        raise ConfigError("--keep-runs must be at least 1")
+    cache_days = (
+        args.cache_days
+        if args.cache_days is not None
+        else defaults.retention.cache_days
+    )
+    if cache_days is not None and cache_days <= 0:
+        raise ConfigError("--cache-days must be more than 0")
+    if not Path(args.reports).is_dir():
+        raise ConfigError(f"{args.reports}: no such reports folder")
+    from pipeline.retention import apply_retention
+    from pipeline.tracking import check_tracking_uri, resolve_tracking_uri
+
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    result = apply_retention(
+        args.reports,
+        keep_runs=keep_runs,
+        cache_dir=args.cache_dir or defaults.data.cache_dir,
+        cache_days=cache_days,
+        tracking_uri=tracking_uri,
+        dry_run=args.dry_run,
+    )
+    verb = "would remove" if args.dry_run else "removed"
+    print(
+        f"{verb} {len(result['runs'])} run(s) ({', '.join(result['runs']) or '-'}), "
+        f"{len(result['mlflow_runs'])} MLflow run(s), "
+        f"{len(result['cache_entries'])} cache entr"
+        f"{'y' if len(result['cache_entries']) == 1 else 'ies'}: "
+        f"{result['bytes'] / 2**20:.1f} MB; kept {len(result['kept_runs'])} run(s)"
+    )
+    return 0
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     check_input_table(args.input)
     out = check_output_table(args.out)
@@ -696,6 +736,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for each deployment run (default: no limit)",
     )
     p.set_defaults(func=_cmd_replay)
+
+    p = sub.add_parser(
+        "retention",
+        help="remove old run folders, their MLflow runs and unused cache entries "
+        "(what every run does at its end)",
+    )
+    p.add_argument("--reports", default="reports", help="the reports folder")
+    p.add_argument(
+        "--keep-runs",
+        type=int,
+        default=None,
+        help="run folders to keep, newest first, beside every run whose model "
+        "holds an alias (default: retention.keep_runs)",
+    )
+    p.add_argument(
+        "--cache-dir", default=None, help="the stage cache (default: data.cache_dir)"
+    )
+    p.add_argument(
+        "--cache-days",
+        type=float,
+        default=None,
+        help="remove cache entries unused for this many days "
+        "(default: retention.cache_days)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="say what would go; remove nothing"
+    )
+    _tracking_arg(p)
+    p.set_defaults(func=_cmd_retention)
 
     p = sub.add_parser("score", help="score transactions with the champion model")
     p.add_argument("--in", dest="input", required=True, help=".csv(.gz) or .parquet")

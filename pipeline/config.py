@@ -357,6 +357,23 @@ class RegistryConfig(_Section):
     )
 
 
+class RetentionConfig(_Section):
+    keep_runs: int | None = Field(
+        60,
+        ge=1,
+        description="Run folders kept in the reports folder: the newest this many, "
+        "and every run whose registered detector holds an alias; the others go with "
+        "their MLflow runs, at the end of each run (and with `fraudaug retention`). "
+        "null: keep every run.",
+    )
+    cache_days: float | None = Field(
+        14.0,
+        gt=0.0,
+        description="Stage-cache entries not used for this many days are removed. "
+        "null: keep every entry.",
+    )
+
+
 class ReportConfig(_Section):
     title: str = "fraudaug evaluation report"
 
@@ -374,6 +391,7 @@ class PipelineConfig(_Section):
     evaluation: EvaluationConfig = EvaluationConfig()
     report: ReportConfig = ReportConfig()
     registry: RegistryConfig = RegistryConfig()
+    retention: RetentionConfig = RetentionConfig()
 
     def fingerprint(self) -> str:
         """sha256 of the canonical JSON form (stable across runs and machines)."""

@@ -435,7 +435,27 @@ def _to_label(
                 f"{path}: column {name}, {at(kind, first_row + row)}: found "
                 f"{canon.iloc[row][:40]}, expected {negative} or {positive}"
             )
-    values = pd.unique(canon)
+    values = list(pd.unique(canon))
+    labels = (canon == positive).to_numpy().astype(np.int8)
+    _check_label_values(
+        path, schema, values, int(labels.sum()), len(labels), one_class=one_class
+    )
+    return labels
+
+
+def _check_label_values(
+    path: Path,
+    schema: TableSchema,
+    values: list[str],
+    n_positive: int,
+    n_rows: int,
+    *,
+    one_class: bool = False,
+) -> None:
+    """The label's distinct (canonical) values, in the order they appear, and how
+    many of the rows are positive: two values, the positive one among them, and
+    (unless ``one_class``) both classes present."""
+    name, spec = schema.label.column, schema.label
     if len(values) > 2:
         shown = ", ".join(repr(v[:20]) for v in values[:4])
         raise DataValidationError(
@@ -443,8 +463,6 @@ def _to_label(
             f"{', ...' if len(values) > 4 else ''}); a label has two (positive "
             f"value {spec.positive!r})"
         )
-    labels = (canon == positive).to_numpy().astype(np.int8)
-    n_positive = int(labels.sum())
     if n_positive == 0 and len(values) == 2:
         raise DataValidationError(
             f"{path}: column {name}: no row has the positive value "
@@ -452,14 +470,13 @@ def _to_label(
             "check label.positive in the schema"
         )
     if one_class:
-        return labels
-    if n_positive == 0 or n_positive == len(labels):
+        return
+    if n_positive == 0 or n_positive == n_rows:
         value = values[0]
         only = f"{value} (normal)" if n_positive == 0 else f"{value} (fraud)"
         raise DataValidationError(
             f"{path}: column {name}: every row is {only}; both classes are needed"
         )
-    return labels
 
 
 def validate_frame(
@@ -753,6 +770,86 @@ def read_transactions(
         summary.duplicate_rows,
     )
     return frame, summary
+
+
+INGEST_BATCH_ROWS = 262_144
+"""Rows per batch when a Parquet input is validated and cached batch by batch
+(:func:`ingest_parquet`), and so per row group of the cached table: what a task
+reading some of its rows reads at least
+(:func:`pipeline.artifacts.load_parquet_rows`)."""
+
+
+def ingest_parquet(
+    path: str | Path, schema: TableSchema, out: str | Path
+) -> DataSummary:
+    """Validate a Parquet input by ``schema`` batch by batch and write the clean
+    table to ``out`` (Parquet) as it goes: the same table, errors and summary as
+    :func:`read_transactions`, in the memory of one batch
+    (:data:`INGEST_BATCH_ROWS` rows) rather than of the whole table. ``out`` is
+    left for the caller to discard on an error (it writes into a temporary
+    folder)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    check_input_table(path)
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several unrelated types
+        raise DataValidationError(
+            f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})"
+        ) from exc
+    names = [str(c).strip() for c in parquet.schema_arrow.names]
+    _check_columns(path, pd.DataFrame(columns=names), schema, labelled=True)
+    label = schema.label.column
+    rows = frauds = 0
+    values: list[str] = []  # the label's values, in the order they appear
+    hashes = []
+    writer = None
+    try:
+        for batch in parquet.iter_batches(batch_size=INGEST_BATCH_ROWS):
+            raw = batch.to_pandas()
+            frame = validate_frame(
+                raw, path, "parquet", schema=schema, first_row=rows, one_class=True
+            )
+            column = raw[[c for c in raw.columns if str(c).strip() == label][0]]
+            for value in pd.unique(column):
+                if canonical_label(value) not in values:
+                    values.append(canonical_label(value))
+            # A third value is refused as soon as it is seen.
+            _check_label_values(path, schema, values, 1, 2, one_class=True)
+            hashes.append(pd.util.hash_pandas_object(frame, index=False).to_numpy())
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(out, table.schema)
+            writer.write_table(table.cast(writer.schema))
+            rows += len(frame)
+            frauds += int(frame[label].sum())
+    finally:
+        if writer is not None:
+            writer.close()
+    if rows == 0:
+        raise DataValidationError(f"{path}: header only, no data rows")
+    _check_label_values(path, schema, values, frauds, rows)
+    every = np.concatenate(hashes)
+    sha256 = file_sha256(path)
+    summary = DataSummary(
+        path=str(path),
+        sha256=sha256,
+        rows=rows,
+        frauds=frauds,
+        duplicate_rows=int(len(every) - len(np.unique(every))),
+        demo=is_demo_data(path, sha256),
+    )
+    logger.info(
+        "read %s: %d rows, %d frauds, %d duplicate rows (in batches of %d)",
+        path,
+        summary.rows,
+        summary.frauds,
+        summary.duplicate_rows,
+        INGEST_BATCH_ROWS,
+    )
+    return summary
 
 
 def is_demo_data(path: str | Path, sha256: str) -> bool:

@@ -44,11 +44,12 @@ from pipeline.cache import (
     cache_valid,
     code_version,
     stage_entry,
+    touch,
 )
 from pipeline.config import PipelineConfig
 from pipeline.errors import ArtifactError, ConfigError, TrainingError, one_line
 from pipeline.evaluate import compute_metrics, day_numbers, day_totals
-from pipeline.ingest import is_demo_data, read_transactions
+from pipeline.ingest import ingest_parquet, is_demo_data, read_transactions
 from pipeline.preprocess import (
     TabularTransformer,
     describe_folds,
@@ -106,6 +107,7 @@ def _cached_ingest(entry: Path) -> dict[str, Any] | None:
     """A cached input's summary and table, when complete and unchanged."""
     if not cache_valid(entry):
         return None
+    touch(entry)
     summary = load_json(entry / layout.INGESTED_SUMMARY)
     table = str(entry / layout.INGESTED_TABLE)
     return {**summary, "frame_path": table, "cached": True}
@@ -125,9 +127,21 @@ def _cache_ingest(
 def _ingest_file(path: Path, cache_dir: Path, schema: TableSchema) -> dict[str, Any]:
     sha256 = file_sha256(path) if path.is_file() else None
     if sha256 is not None:
-        cached = _cached_ingest(_ingest_entry(cache_dir, sha256, schema))
+        entry = _ingest_entry(cache_dir, sha256, schema)
+        cached = _cached_ingest(entry)
         if cached is not None:
             return {**cached, "path": str(path), "demo": is_demo_data(path, sha256)}
+        if path.suffix.lower() == ".parquet":
+            # Validated and cached batch by batch: the whole table is never in
+            # memory (a bank's 90 days are tens of millions of rows).
+            with cache_filling(entry) as tmp:
+                summary = ingest_parquet(path, schema, tmp / layout.INGESTED_TABLE)
+                save_json(tmp / layout.INGESTED_SUMMARY, summary.to_dict())
+            return {
+                **summary.to_dict(),
+                "frame_path": str(entry / layout.INGESTED_TABLE),
+                "cached": False,
+            }
     frame, summary = read_transactions(path, schema)
     entry = _ingest_entry(cache_dir, summary.sha256, schema)
     return _cache_ingest(entry, frame, summary.to_dict())
@@ -426,6 +440,19 @@ def stage_fidelity(
 ) -> dict[str, Any]:
     """Fidelity of the split's synthetic fraud rows (GAN and SMOTE, same number of
     rows) against the real test frauds, with the real-vs-real floor."""
+    from pipeline.memory import bounded_neighbour_search
+
+    with bounded_neighbour_search():
+        return _fidelity(inputs, config, sampler_seed=sampler_seed, gan_dir=gan_dir)
+
+
+def _fidelity(
+    inputs: SplitInputs,
+    config: PipelineConfig,
+    *,
+    sampler_seed: int,
+    gan_dir: str | Path | None,
+) -> dict[str, Any]:
     from pipeline.detect import make_sampler
     from pipeline.fidelity import compute_fidelity
 

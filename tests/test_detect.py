@@ -167,3 +167,36 @@ def test_a_fit_on_the_same_rows_is_reused_not_repeated(split_data, tmp_path):
     # Other rows (another amount) are fitted, not reused.
     target = amount_targets(y_tr, config.evaluation)[0]
     assert not was_reused(fit("smote", n_minority=target))
+
+
+@pytest.mark.parametrize("strategy", [0.1, "dict"])
+def test_smotenc_on_the_frauds_alone_gives_imbalanced_learns_rows_exactly(
+    mixed_frame, strategy
+):
+    """SMOTENC's new rows depend on the frauds alone: run on the frauds and one
+    legitimate row (far less memory), the output is imbalanced-learn's own."""
+    from imblearn.combine import SMOTETomek
+    from imblearn.over_sampling import SMOTENC
+
+    from pipeline.detect import MinoritySMOTENC
+    from pipeline.preprocess import TabularTransformer
+    from pipeline.schema import detect_schema
+
+    schema, _ = detect_schema(
+        mixed_frame, label="is_fraud", time="tx_datetime", amount="amount"
+    )
+    transformer = TabularTransformer(schema).fit(mixed_frame)
+    X = transformer.transform(mixed_frame)
+    y = (mixed_frame["is_fraud"] == "fraud").to_numpy().astype(int)
+    categorical = transformer.categorical_features
+    if strategy == "dict":
+        strategy = {1: int(3 * y.sum())}
+    ours = MinoritySMOTENC(categorical, sampling_strategy=strategy, random_state=3)
+    theirs = SMOTENC(categorical, sampling_strategy=strategy, random_state=3)
+    for a, b in zip(ours.fit_resample(X, y), theirs.fit_resample(X, y), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Inside SMOTE-Tomek too (its cleaning still sees every row).
+    a = SMOTETomek(smote=ours, random_state=3).fit_resample(X, y)
+    b = SMOTETomek(smote=theirs, random_state=3).fit_resample(X, y)
+    for got, expected in zip(a, b, strict=True):
+        np.testing.assert_array_equal(got, expected)

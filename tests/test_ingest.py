@@ -316,3 +316,60 @@ def test_streaming_reader_checks_another_table_by_its_schema(
     missing = _write(tmp_path, unlabelled.drop(columns="channel"), "missing.csv")
     with pytest.raises(DataValidationError, match=r"missing column\(s\) channel"):
         list(iter_unlabelled(missing, mixed_schema))
+
+
+def _batched(monkeypatch, rows):
+    import pipeline.ingest
+
+    monkeypatch.setattr(pipeline.ingest, "INGEST_BATCH_ROWS", rows)
+
+
+def test_a_parquet_input_validated_batch_by_batch_is_the_same_table(
+    tmp_path, mixed_frame, mixed_schema, monkeypatch
+):
+    """A bank's table is never whole in memory: validated and written batch by
+    batch, the cached table and the summary are those of the whole-table reader."""
+    import pyarrow.parquet as pq
+
+    from pipeline.artifacts import load_parquet, save_parquet
+    from pipeline.ingest import ingest_parquet
+
+    path = tmp_path / "tx.parquet"
+    mixed_frame.to_parquet(path, index=False)
+    _batched(monkeypatch, 1_000)
+    summary = ingest_parquet(path, mixed_schema, tmp_path / "out.parquet")
+    frame, expected = read_transactions(path, mixed_schema)
+    save_parquet(tmp_path / "whole.parquet", frame)  # the whole-table reader's cache
+    assert pq.read_schema(tmp_path / "out.parquet").equals(
+        pq.read_schema(tmp_path / "whole.parquet"), check_metadata=True
+    )
+    pd.testing.assert_frame_equal(
+        load_parquet(tmp_path / "out.parquet"), load_parquet(tmp_path / "whole.parquet")
+    )
+    assert summary == expected
+    assert summary.rows > 5_000  # several batches
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda f: f.assign(amount=f["amount"].where(f.index != 4_321, -5.0)),
+         "column amount, row 4321: found -5, expected an amount >= 0"),
+        (lambda f: f.assign(is_fraud=f["is_fraud"].where(f.index != 3_500, "maybe")),
+         "found 3 distinct values"),
+        (lambda f: f.assign(is_fraud="legit"),
+         "every row is legit (normal); both classes are needed"),
+        (lambda f: f.iloc[:0], "header only, no data rows"),
+    ],
+)  # fmt: skip
+def test_batch_by_batch_errors_name_the_files_row(
+    tmp_path, mixed_frame, mixed_schema, monkeypatch, change, message
+):
+    from pipeline.ingest import ingest_parquet
+
+    path = tmp_path / "bad.parquet"
+    change(mixed_frame.copy()).to_parquet(path, index=False)
+    _batched(monkeypatch, 1_000)
+    with pytest.raises(DataValidationError) as error:
+        ingest_parquet(path, mixed_schema, tmp_path / "out.parquet")
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value)
