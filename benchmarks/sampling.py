@@ -57,6 +57,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--methods", nargs="+", default=["none", "smote"])
     parser.add_argument("--profile", default="default")
+    parser.add_argument(
+        "--alerts-per-day",
+        type=int,
+        default=100,
+        help="evaluation.alerts_per_day (raise it where a day holds more frauds "
+        "than alerts: precision top-k is 1 for every method there)",
+    )
     args = parser.parse_args(argv)
 
     from pipeline.config import load_config, run_seeds
@@ -74,7 +81,10 @@ def main(argv: list[str] | None = None) -> dict:
         overrides={
             "split": {"mode": "rolling"},
             "sampling": {"max_train_rows": None},
-            "evaluation": {"amount_grid": [1.0]},
+            "evaluation": {
+                "amount_grid": [1.0],
+                "alerts_per_day": args.alerts_per_day,
+            },
         },
     )
     n_splits = config.split.n_splits
@@ -178,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
         "rows": data["rows"],
         "frauds": data["frauds"],
         "profile": args.profile,
+        "alerts_per_day": args.alerts_per_day,
         "folds": prepared["folds"],
         "seeds": args.seeds,
         "summary": summary,

@@ -643,9 +643,9 @@ def _scored_columns(schema: TableSchema, names: list[str]) -> list[str]:
     return [c for c in schema.kept_columns if c in names and c != schema.label.column]
 
 
-def _iter_parquet(
-    path: Path, schema: TableSchema, batch_rows: int
-) -> Iterator[tuple[pd.DataFrame, float]]:
+def _open_parquet(path: Path, schema: TableSchema, *, labelled: bool):
+    """A Parquet input opened for reading in batches, its columns checked against
+    ``schema`` first (one line naming what is missing or extra)."""
     import pyarrow.parquet as pq
 
     try:
@@ -654,8 +654,16 @@ def _iter_parquet(
         raise DataValidationError(
             f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})"
         ) from exc
+    names = [str(c).strip() for c in parquet.schema_arrow.names]
+    _check_columns(path, pd.DataFrame(columns=names), schema, labelled)
+    return parquet
+
+
+def _iter_parquet(
+    path: Path, schema: TableSchema, batch_rows: int
+) -> Iterator[tuple[pd.DataFrame, float]]:
+    parquet = _open_parquet(path, schema, labelled=False)
     names = parquet.schema_arrow.names
-    _check_columns(path, pd.DataFrame(columns=names), schema, labelled=False)
     total = max(parquet.metadata.num_rows, 1)
     done = 0
     columns = _scored_columns(schema, names)
@@ -793,14 +801,7 @@ def ingest_parquet(
 
     path = Path(path)
     check_input_table(path)
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several unrelated types
-        raise DataValidationError(
-            f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})"
-        ) from exc
-    names = [str(c).strip() for c in parquet.schema_arrow.names]
-    _check_columns(path, pd.DataFrame(columns=names), schema, labelled=True)
+    parquet = _open_parquet(path, schema, labelled=True)
     label = schema.label.column
     rows = frauds = 0
     values: list[str] = []  # the label's values, in the order they appear
