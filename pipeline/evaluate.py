@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -433,7 +434,7 @@ def _thin(x: np.ndarray, y: np.ndarray, n_points: int) -> tuple[list, list]:
 
 
 def curve_points(
-    predictions: pd.DataFrame,
+    predictions: pd.DataFrame | Iterable[tuple[tuple[str, int], pd.DataFrame]],
     labels: np.ndarray,
     *,
     subset: str = "test",
@@ -443,8 +444,10 @@ def curve_points(
 
     Parameters
     ----------
-    predictions : DataFrame
-        Columns ``split``, ``method``, ``subset``, ``row``, ``score``.
+    predictions : DataFrame, or iterable of ((method, split), DataFrame)
+        Columns ``split``, ``method``, ``subset``, ``row``, ``score`` (the rows of
+        ``subset`` are used); or each fit's ``row`` and ``score`` on the subset,
+        one fit at a time.
     labels : ndarray of shape (n_rows_in_input,)
         ``Class`` of every input row (indexed by ``row``).
 
@@ -460,8 +463,10 @@ def curve_points(
     curves: dict = {"pr": {}, "roc": {}, "pr_mean": {}, "roc_mean": {}}
     grid = np.linspace(0.0, 1.0, 101)
     stacks: dict = {"pr_mean": {}, "roc_mean": {}}
-    chosen = predictions[predictions["subset"] == subset]
-    for (method, split), group in chosen.groupby(["method", "split"], sort=False):
+    if isinstance(predictions, pd.DataFrame):
+        chosen = predictions[predictions["subset"] == subset]
+        predictions = chosen.groupby(["method", "split"], sort=False)
+    for (method, split), group in predictions:
         y = labels[group["row"].to_numpy()]
         scores = group["score"].to_numpy()
         precision, recall, _ = precision_recall_curve(y, scores)

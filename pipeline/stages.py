@@ -859,7 +859,7 @@ def stage_choose_fits(
             os.replace(model, target)
     path = _merge_predictions(
         run_dir,
-        [r.pop("scores_path") for r in chosen],
+        [(r["split"], r["method"], r.pop("scores_path")) for r in chosen],
         frame_path,
         list(schema.id_columns),
     )
@@ -873,27 +873,58 @@ def stage_choose_fits(
 
 def _merge_predictions(
     run_dir: Path,
-    score_paths: list[str],
+    parts: list[tuple[int, str, str]],
     frame_path: str | Path,
     id_columns: list[str],
 ) -> str:
-    """One ``predictions.parquet`` from the fits' score files; the input's
-    ``id_columns`` (read for the scored rows only) are carried beside ``row``."""
-    parts = [load_parquet(p) for p in score_paths]
-    predictions = pd.concat(parts, ignore_index=True).sort_values(
-        ["split", "method", "subset", "row"], kind="stable", ignore_index=True
-    )
-    if id_columns:
-        scored = np.unique(predictions["row"].to_numpy())
-        ids = load_parquet_rows(frame_path, scored, id_columns)
-        at = predictions.columns.get_loc("row") + 1
-        where = np.searchsorted(scored, predictions["row"].to_numpy())
-        for offset, name in enumerate(id_columns):
-            predictions.insert(at + offset, name, ids[name].to_numpy()[where])
+    """One ``predictions.parquet`` from the fits' score files (``parts``: split,
+    method, path), sorted by split, method, subset and row; the input's
+    ``id_columns`` (read for the scored rows only) are carried beside ``row``.
+    Written a fit at a time: a bank's test windows make hundreds of millions of
+    scores over the methods and folds, never all in memory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = run_dir / layout.PREDICTIONS_FILE
-    save_parquet(path, predictions)
+    with atomic_path(path, suffix=".parquet") as tmp:
+        writer = None
+        try:
+            for _, _, scores in sorted(parts):
+                part = load_parquet(scores).sort_values(
+                    ["subset", "row"], kind="stable", ignore_index=True
+                )
+                if id_columns:
+                    ids = load_parquet_rows(
+                        frame_path, part["row"].to_numpy(), id_columns
+                    )
+                    at = part.columns.get_loc("row") + 1
+                    for offset, name in enumerate(id_columns):
+                        part.insert(at + offset, name, ids[name].to_numpy())
+                table = pa.Table.from_pandas(part, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table.cast(writer.schema))
+        finally:
+            if writer is not None:
+                writer.close()
     shutil.rmtree(run_dir / layout.SCORES_DIR, ignore_errors=True)
     return str(path)
+
+
+def load_predictions(
+    path: str | Path, *, method: str, split: int, subset: str
+) -> pd.DataFrame:
+    """One fit's scores on one subset of ``predictions.parquet`` (only the row
+    groups that hold them are read)."""
+    return pd.read_parquet(
+        path,
+        columns=["row", "score"],
+        filters=[
+            ("method", "==", method),
+            ("split", "==", int(split)),
+            ("subset", "==", subset),
+        ],
+    )
 
 
 def stage_drift(inputs: SplitInputs) -> dict[str, Any]:
@@ -1054,12 +1085,7 @@ def stage_registry(
         [subset_rows(splits, 0, "train"), subset_rows(splits, 0, "validation")]
     )
     del splits
-    predictions = load_parquet(predictions_path)
-    test = predictions[
-        (predictions["method"] == best)
-        & (predictions["split"] == 0)
-        & (predictions["subset"] == "test")
-    ]
+    test = load_predictions(predictions_path, method=best, split=0, subset="test")
     keep = (
         "auprc",
         "roc_auc",
@@ -1158,7 +1184,19 @@ def _write_report_page(
 
     label = schema.label.column
     labels = load_parquet(data["frame_path"], columns=[label])[label].to_numpy()
-    curves = curve_points(load_parquet(predictions_path), labels, subset="test")
+    fits = sorted({(r["method"], r["split"]) for r in metrics["results"]})
+    curves = curve_points(
+        (
+            (
+                (method, split),
+                load_predictions(
+                    predictions_path, method=method, split=split, subset="test"
+                ),
+            )
+            for method, split in fits
+        ),
+        labels,
+    )
     return save_text(
         run_dir / layout.REPORT_FILE, render_report(metrics, curves, histories)
     )
