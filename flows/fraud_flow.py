@@ -408,6 +408,7 @@ def _augment(
             config=config,
             frame_path=data["frame_path"],
             schema=table,
+            detector_seeds=seeds["detector"],
         )
         metrics = build_metrics(
             run_id=run_id,

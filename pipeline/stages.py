@@ -675,7 +675,7 @@ def _fit_one_detector(
         resampled_size,
         was_reused,
     )
-    from pipeline.evaluate import bootstrap_ci, choose_threshold
+    from pipeline.evaluate import choose_threshold
 
     y_train = data["train"]["y"]
     transformer = data["transformer"]
@@ -746,12 +746,9 @@ def _fit_one_detector(
         amount=data["test"]["amount"],
         review_cost=config.evaluation.review_cost,
     )
-    metrics["auprc_bootstrap_ci95"] = bootstrap_ci(
-        data["test"]["y"],
-        scores["test"],
-        n_resamples=config.evaluation.n_bootstrap,
-        random_state=detector_seed,
-    )
+    # Its interval over bootstrap resamples of the test rows: for the chosen
+    # amount only (stage_choose_fits), as each takes seconds on a bank's test window.
+    metrics["auprc_bootstrap_ci95"] = None
     k = config.evaluation.alerts_per_day
     top_k = {s: top_k_metrics(data, s, scores[s], k) for s in ("validation", "test")}
     if top_k["test"] is not None:
@@ -826,12 +823,15 @@ def stage_choose_fits(
     config: PipelineConfig,
     frame_path: str | Path,
     schema: TableSchema,
+    detector_seeds: list[int],
 ) -> dict[str, Any]:
     """Choose each method's amount on the validation rows
     (``evaluation.amount_choice``; :func:`pipeline.evaluate.choose_amounts`) and
     keep what the chosen fits left: their split-0 detectors
     (:func:`pipeline.layout.detector_path`) and their scores in
-    ``predictions.parquet`` (the other amounts' files go).
+    ``predictions.parquet`` (the other amounts' files go). Each chosen fit's
+    test AUPRC gets its bootstrap interval here (``auprc_bootstrap_ci95``; the
+    split's ``detector_seeds`` draw the resamples).
 
     ``fits``: what :func:`stage_fit_detector` returned, a grid of amounts per
     method and split. A method whose every amount failed on some split is left
@@ -851,7 +851,19 @@ def stage_choose_fits(
     chosen, amount_choice = choose_amounts(
         fits, config.evaluation.amount_choice, config.evaluation.primary_metric
     )
+    from pipeline.evaluate import bootstrap_ci
+
+    label = schema.label.column
     for record in chosen:
+        scores = load_parquet(record["scores_path"], columns=["subset", "row", "score"])
+        test = scores[scores["subset"] == "test"]
+        rows = test["row"].to_numpy()
+        record["auprc_bootstrap_ci95"] = bootstrap_ci(
+            load_parquet_rows(frame_path, rows, [label])[label].to_numpy(np.int64),
+            test["score"].to_numpy(),
+            n_resamples=config.evaluation.n_bootstrap,
+            random_state=detector_seeds[record["split"]],
+        )
         model = record.pop("model_path", None)
         if model is not None:
             target = layout.detector_path(run_dir, record["split"], record["method"])

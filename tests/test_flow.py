@@ -10,7 +10,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from pipeline.artifacts import file_sha256
 from pipeline.config import load_config
 from pipeline.errors import DataValidationError, TrainingError
-from pipeline.evaluate import choose_threshold, compute_metrics
+from pipeline.evaluate import bootstrap_ci, choose_threshold, compute_metrics
 from pipeline.ingest import read_transactions
 from pipeline.schema import KAGGLE
 
@@ -85,6 +85,15 @@ def test_metrics_and_predictions_agree_and_recompute(finished_run, sample_path):
         assert 0.5 < record["auprc"] < 1.0
         low, high = record["auprc_bootstrap_ci95"]
         assert low <= record["auprc"] <= high
+        # The interval is the bootstrap of these test rows with the split's
+        # detector seed (the manifest's), exactly.
+        seeds = json.loads((run_dir / "manifest.json").read_text())["seeds"]
+        assert record["auprc_bootstrap_ci95"] == bootstrap_ci(
+            y,
+            scores,
+            n_resamples=metrics["config"]["evaluation"]["n_bootstrap"],
+            random_state=seeds["detector"][record["split"]],
+        )
     for entry in metrics["summary"]:
         mine = [
             r["auprc"] for r in metrics["results"] if r["method"] == entry["method"]
@@ -110,11 +119,16 @@ def test_each_method_is_reported_at_the_amount_its_validation_rows_chose(
         # The grid: increasing amounts up to the shared ratio; the chosen one has
         # the best validation AUPRC (test AUPRC plays no part).
         added = [e["n_added"] for e in search]
-        assert len(search) >= 2 and added == sorted(added) and added[0] > 0
+        ratios = [e["sampling_strategy"] for e in search]
+        if record["method"] == "random_under":  # removes rows: the ratio grows
+            assert len(search) >= 2 and ratios == sorted(ratios) and added[-1] == 0
+        else:
+            assert len(search) >= 2 and added == sorted(added) and added[0] > 0
         assert search[-1]["sampling_strategy"] == pytest.approx(
             metrics["config"]["evaluation"]["sampling_strategy"], abs=1e-4
         )
         best = max(search, key=lambda e: e["validation_auprc"])
+        assert record["sampling_strategy"] == best["sampling_strategy"]
         assert record["n_added"] == best["n_added"]
         assert record["validation_auprc"] == best["validation_auprc"]
         assert record["auprc"] == best["test_auprc"]
@@ -151,7 +165,7 @@ def test_manifest_records_hashes_seeds_and_config(finished_run):
     run_dir = reports / result["run_id"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["seed"] == 0 and manifest["config"]["profile"] == "smoke"
-    assert set(manifest["seeds"]) == {"split", "gan", "sampler", "detector"}
+    assert set(manifest["seeds"]) == {"split", "gan", "sampler", "detector", "rows"}
     assert manifest["package_versions"]["tensorflow"]
     for rel, sha in manifest["artifacts"].items():
         assert file_sha256(run_dir / rel) == sha
