@@ -398,7 +398,9 @@ def _cmd_retention(args: argparse.Namespace) -> int:
     from pipeline.config import load_config
 
     defaults = load_config("default")
-    keep_runs = args.keep_runs or defaults.retention.keep_runs
+    keep_runs = (
+        args.keep_runs if args.keep_runs is not None else defaults.retention.keep_runs
+    )
     if keep_runs is not None and keep_runs < 1:
         raise ConfigError("--keep-runs must be at least 1")
     cache_days = (

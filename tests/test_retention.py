@@ -112,3 +112,5 @@ def test_a_dry_run_removes_nothing_and_a_missing_folder_is_one_line(tmp_path, ca
     assert [p.name for p in run_folders(reports)] == ["20260103T030000Z-000002"]
     assert main(["retention", "--reports", str(tmp_path / "nope")]) == 2
     assert "no such reports folder" in capsys.readouterr().err
+    assert main(["retention", "--reports", str(reports), "--keep-runs", "0"]) == 2
+    assert "--keep-runs must be at least 1" in capsys.readouterr().err
