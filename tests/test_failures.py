@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+# Imported here, not under a test's captured stderr: importing Prefect sets up its
+# log handlers on the stderr of that moment.
+import flows.fraud_flow
 from pipeline.artifacts import load_json
 from pipeline.detect import TolerantADASYN
 from pipeline.errors import one_line
@@ -149,7 +152,6 @@ def test_the_command_exits_3_with_one_line_when_a_method_failed(
 ):
     """``fraudaug run`` on a run that completed with failures: the report's path,
     one line naming the failed method and why, exit code 3, no traceback."""
-    import flows.fraud_flow
     from pipeline.cli import EXIT_COMPLETED_WITH_FAILURES, main
 
     def flow(**kwargs):
