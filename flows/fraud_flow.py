@@ -496,6 +496,9 @@ def with_task_runner(kind: str = "threads", address: str | None = None):
         raise ValueError(f"task runner must be 'threads' or 'dask', got {kind!r}")
     from prefect_dask import DaskTaskRunner
 
+    # The cluster's own INFO lines (workers and clients coming and going, XGBoost's
+    # tracker starting) are not the run's: its warnings and errors only.
+    logging.getLogger("distributed").setLevel(logging.WARNING)
     if address:
         runner = DaskTaskRunner(address=address)
     else:
@@ -505,6 +508,7 @@ def with_task_runner(kind: str = "threads", address: str | None = None):
                 "threads_per_worker": 1,
                 "dashboard_address": None,
                 "host": "127.0.0.1",
+                "silence_logs": logging.WARNING,  # in the worker processes
             }
         )
     return fraud_augmentation.with_options(task_runner=runner)

@@ -274,6 +274,22 @@ class DetectorConfig(_Section):
     learning_rate: float = Field(0.05, gt=0.0)
     early_stopping_rounds: int | None = Field(50, ge=1)
     n_jobs: int = Field(2, ge=1)
+    across_workers: Literal["auto", "never", "always"] = Field(
+        "auto",
+        description="Under --task-runner dask, when a fit trains across the "
+        "cluster's workers (xgboost.dask) instead of in its task's process: auto "
+        "(a fit without resampling whose task would take more than "
+        "worker_memory_share of its worker's memory limit; its workers read the "
+        "training rows), never, or always (every fit; a resampled fit's rows are "
+        "sent from its task). Without Dask: never.",
+    )
+    worker_memory_share: float = Field(
+        0.6,
+        gt=0.0,
+        le=1.0,
+        description="Share of a Dask worker's memory limit one fit may take before "
+        "it trains across the workers (across_workers: auto).",
+    )
 
 
 class EvaluationConfig(_Section):

@@ -25,6 +25,7 @@ from xgboost import XGBClassifier
 
 from pipeline.cleaning import FastEditedNearestNeighbours, FastTomekLinks
 from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
+from pipeline.distributed import fit_across_workers, spread_workers
 from pipeline.errors import ConfigError
 from pipeline.memory import bounded_neighbour_search
 
@@ -423,6 +424,8 @@ def fit_detection_pipeline(
     reuse_dir: str | Path | None = None,
     sample_weight: np.ndarray | None = None,
     eval_weight: np.ndarray | None = None,
+    across_workers: str = "never",
+    worker_memory_share: float = 0.5,
 ) -> Pipeline:
     """Resample the training rows, then fit the detector with early stopping on the
     (real, untouched) validation rows.
@@ -442,6 +445,12 @@ def fit_detection_pipeline(
     weigh sampled rows back (:func:`pipeline.split_data.sample_rows`): a kept row
     keeps its weight through the sampler, an added row weighs
     ``synthetic_weight``.
+
+    ``across_workers="always"``: on a Dask worker, the detector trains across the
+    cluster's workers (:func:`pipeline.distributed.fit_across_workers`);
+    ``sink["workers"]`` says on how many. (A fit without resampling whose rows do
+    not fit one worker reads them on the workers instead:
+    :func:`fit_detector_on_workers`.)
     """
     with bounded_neighbour_search():
         X_res, y_res = pipeline[:-1].fit_resample(X_train, y_train)
@@ -464,23 +473,77 @@ def fit_detection_pipeline(
         key = _fit_key(detector, X_res, y_res, weight, X_val, y_val, eval_weight)
         path = Path(reuse_dir) / f"{key}.ubj"
     sink["reused"] = path is not None and path.is_file()
+    sink["workers"] = 1
     if sink["reused"]:
         detector.load_model(path)
         return pipeline
-    detector.fit(
-        X_res,
-        y_res,
-        sample_weight=weight,
-        eval_set=[(X_val, y_val)],
-        sample_weight_eval_set=None if eval_weight is None else [eval_weight],
-        verbose=False,
-    )
+    if across_workers == "always":
+        # Rows this task holds (resampled here) spread only when asked: the
+        # task's worker keeps them, so it is no lighter (benchmarks/distributed.py).
+        sink["workers"] = spread_workers(
+            len(y_res) + len(y_val),
+            X_res.shape[1],
+            placement="always",
+            worker_memory_share=worker_memory_share,
+        )
+    if sink["workers"] > 1:
+        sink["workers"] = fit_across_workers(
+            detector,
+            X_res,
+            y_res,
+            X_val,
+            y_val,
+            sample_weight=weight,
+            eval_weight=eval_weight,
+        )
+    else:
+        detector.fit(
+            X_res,
+            y_res,
+            sample_weight=weight,
+            eval_set=[(X_val, y_val)],
+            sample_weight_eval_set=None if eval_weight is None else [eval_weight],
+            verbose=False,
+        )
     if path is not None:
         from pipeline.artifacts import atomic_path
 
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path, suffix=".ubj") as tmp:
             detector.save_model(tmp)
+    return pipeline
+
+
+def fit_detector_on_workers(
+    pipeline: Pipeline,
+    read_block,
+    rows: np.ndarray,
+    y_train: np.ndarray,
+    X_val: np.ndarray,
+    y_val: np.ndarray,
+    *,
+    sample_weight: np.ndarray | None = None,
+    eval_weight: np.ndarray | None = None,
+) -> Pipeline:
+    """A pipeline without a sampler fitted across a Dask cluster's workers, each
+    reading its block of the training rows ``rows`` (``read_block``, e.g.
+    :func:`pipeline.split_data.read_train_block`): the task never holds them.
+    ``y_train`` and ``sample_weight``: the rows' labels and weights, in order."""
+    if pipeline.named_steps["sampler"] not in (None, "passthrough"):
+        raise ValueError("only a pipeline without a sampler reads on the workers")
+    sink = pipeline.named_steps["count"].kw_args["sink"]
+    sink.update(n_rows=len(y_train), n_added=0, reused=False)
+    sink["workers"] = fit_across_workers(
+        pipeline[-1],
+        None,
+        y_train,
+        X_val,
+        y_val,
+        sample_weight=sample_weight,
+        eval_weight=eval_weight,
+        read_block=read_block,
+        rows=rows,
+    )
     return pipeline
 
 
@@ -504,6 +567,12 @@ def resampled_size(pipeline: Pipeline) -> int:
 def added_size(pipeline: Pipeline) -> int:
     """Of those, the rows the sampler added."""
     return int(pipeline.named_steps["count"].kw_args["sink"]["n_added"])
+
+
+def fit_workers(pipeline: Pipeline) -> int:
+    """How many processes trained the detector: 1, or the Dask workers it trained
+    across (:mod:`pipeline.distributed`)."""
+    return int(pipeline.named_steps["count"].kw_args["sink"].get("workers", 1))
 
 
 def was_reused(pipeline: Pipeline) -> bool:

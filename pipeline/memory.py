@@ -158,17 +158,31 @@ def metered(name: str) -> Callable[[F], F]:
     without one, e.g. in a Dask worker process)."""
 
     def wrap(fn: F) -> F:
-        @functools.wraps(fn)
-        def inner(*args, **kwargs):
-            meter = _METER
-            if meter is None:
-                return fn(*args, **kwargs)
-            with meter.span(name):
-                return fn(*args, **kwargs)
-
-        return inner  # type: ignore[return-value]
+        return _Metered(name, fn)  # type: ignore[return-value]
 
     return wrap
+
+
+class _Metered:
+    """A stage run under the current meter (:func:`metered`). A class rather than
+    a closure so that it pickles by reference to its stage, as a Dask task runner
+    sends it to its workers (a closure would be pickled by value, with this
+    module's meter and its lock)."""
+
+    def __init__(self, name: str, fn: Callable[..., Any]):
+        self.name = name
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        meter = _METER
+        if meter is None:
+            return self.fn(*args, **kwargs)
+        with meter.span(self.name):
+            return self.fn(*args, **kwargs)
+
+    def __reduce__(self):
+        return (_Metered, (self.name, self.fn))
 
 
 NEIGHBOUR_WORKING_MB = 64

@@ -8,6 +8,7 @@ transformer and the split's number); :func:`load_split_data` reads them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,25 @@ class SplitInputs:
     rows_seed: int = 0
     """The split's seed for that sample (the run's ``rows`` stream)."""
 
-    def load(self) -> dict[str, Any]:
+    def load(self, *, train_features: bool = True) -> dict[str, Any]:
         """The split's rows (:func:`load_split_data`)."""
-        return load_split_data(self)
+        return load_split_data(self, train_features=train_features)
+
+    def sizes(self) -> dict[str, int]:
+        """Rows a split's task reads (training and validation rows under the
+        budget, about as many as :func:`sample_rows` keeps; every test row) and
+        its model-space features, from the splits and the transformer alone."""
+        splits = load_splits(self.splits_path, self.split)
+        n = {s: len(subset_rows(splits, self.split, s)) for s in SUBSETS}
+        share = 1.0
+        if self.max_train_rows is not None and n["train"] > self.max_train_rows:
+            share = self.max_train_rows / n["train"]
+        transformer = TabularTransformer.from_dict(load_json(self.transformer_path))
+        rows = (n["train"] + n["validation"]) * share + n["test"]
+        return {
+            "n_rows": int(round(rows)),
+            "n_features": len(transformer.feature_names),
+        }
 
 
 def sample_rows(
@@ -96,7 +113,9 @@ def load_day_totals(splits_path: str | Path) -> dict[int, int] | None:
     return None if totals is None else {int(d): int(n) for d, n in totals.items()}
 
 
-def load_split_data(inputs: SplitInputs) -> dict[str, Any]:
+def load_split_data(
+    inputs: SplitInputs, *, train_features: bool = True
+) -> dict[str, Any]:
     """``{subset: {"X", "y", "rows", "days", "amount", "entity"}}`` of one split,
     features in model space (``days``: the calendar day of each row, ``None``
     without a time column; ``amount``: ``None`` when the schema names no amount
@@ -112,7 +131,11 @@ def load_split_data(inputs: SplitInputs) -> dict[str, Any]:
 
     Only the split's rows and the columns these stages use are read (not the ids
     or other text beside them; :func:`pipeline.artifacts.load_parquet_rows`), so
-    a task's memory follows its split, not the table."""
+    a task's memory follows its split, not the table. With ``train_features``
+    false the training rows' features are not read (``"X"`` is ``None``): a fit
+    across a Dask cluster's workers reads them there (``"read_block"``:
+    :func:`read_train_block` for these inputs).
+    """
     from pipeline.evaluate import day_numbers
 
     transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
@@ -138,10 +161,17 @@ def load_split_data(inputs: SplitInputs) -> dict[str, Any]:
         )
         for s in ("train", "validation"):
             rows[s] = rows[s][sample[s]["keep"]]
-    every = np.sort(np.concatenate(list(rows.values())))
-    frame = load_parquet_rows(
-        inputs.frame_path, every, columns=[c for c in schema.names if c in wanted]
-    )
+    columns = [c for c in schema.names if c in wanted]
+    read = SUBSETS if train_features else tuple(x for x in SUBSETS if x != "train")
+    every = np.sort(np.concatenate([rows[x] for x in read]))
+    frame = load_parquet_rows(inputs.frame_path, every, columns=columns)
+    parts = {x: frame.iloc[np.searchsorted(every, rows[x])] for x in read}
+    if not train_features:
+        # What the fit's record needs of the training rows, not their features.
+        keep = {label, schema.amount, schema.time, schema.entity}
+        parts["train"] = load_parquet_rows(
+            inputs.frame_path, rows["train"], columns=[c for c in columns if c in keep]
+        )
     data: dict[str, Any] = {
         "transformer": transformer,
         "day_totals": None
@@ -155,9 +185,11 @@ def load_split_data(inputs: SplitInputs) -> dict[str, Any]:
         },
     }
     for subset in SUBSETS:
-        part = frame.iloc[np.searchsorted(every, rows[subset])]
+        part = parts[subset]
         data[subset] = {
-            "X": transformer.transform(part),
+            "X": None
+            if subset == "train" and not train_features
+            else transformer.transform(part),
             "y": part[schema.label.column].to_numpy(dtype=np.int64),
             "rows": rows[subset],
             "days": None if schema.time is None else day_numbers(part[schema.time]),
@@ -168,8 +200,30 @@ def load_split_data(inputs: SplitInputs) -> dict[str, Any]:
             "weight": None
             if sample is None or subset == "test"
             else sample[subset]["weight"],
+            # Reads a block of the rows' features where it runs (a Dask worker).
+            "read_block": partial(read_train_block, inputs)
+            if subset == "train" and not train_features
+            else None,
         }
     return data
+
+
+def read_train_block(
+    inputs: SplitInputs, rows: np.ndarray, weight: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Training rows ``rows`` of a split in model space, as float32 (the precision
+    XGBoost trains in: the values it would see), their labels, and ``weight``
+    passed through: what one Dask worker reads of a fit trained across the workers
+    (:mod:`pipeline.distributed`)."""
+    transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
+    schema = transformer.schema
+    columns = {f["source"] for f in transformer.features_} | {schema.label.column}
+    part = load_parquet_rows(
+        inputs.frame_path, rows, columns=[c for c in schema.names if c in columns]
+    )
+    X = transformer.transform(part).astype(np.float32)
+    y = part[schema.label.column].to_numpy(dtype=np.int64)
+    return X, y, weight
 
 
 def top_k_metrics(

@@ -570,9 +570,20 @@ def stage_fit_detector(
         amount_targets,
         keep_targets,
     )
+    from pipeline.distributed import spread_workers
 
     split = inputs.split
-    data = inputs.load()
+    workers = 1
+    if method in NOT_RESAMPLED and config.detector.across_workers != "never":
+        # A fit too large for one Dask worker: its rows are read on the workers.
+        sizes = inputs.sizes()
+        workers = spread_workers(
+            sizes["n_rows"],
+            sizes["n_features"],
+            placement=config.detector.across_workers,
+            worker_memory_share=config.detector.worker_memory_share,
+        )
+    data = inputs.load(train_features=workers == 1)
     # The amount: fraud rows to reach (oversamplers) or legitimate rows to keep
     # (undersamplers).
     target_of = "n_majority" if method in UNDER_SAMPLERS else "n_minority"
@@ -668,6 +679,8 @@ def _fit_one_detector(
         added_size,
         feature_importance,
         fit_detection_pipeline,
+        fit_detector_on_workers,
+        fit_workers,
         fraud_scores,
         make_detection_pipeline,
         make_detector,
@@ -688,7 +701,7 @@ def _fit_one_detector(
         n_minority=n_minority,
         n_majority=n_majority,
         categorical_features=transformer.categorical_features,
-        n_features=data["train"]["X"].shape[1],
+        n_features=len(transformer.feature_names),
     )
     train_weight = data["train"]["weight"]
     val_weight = data["validation"]["weight"]
@@ -706,19 +719,33 @@ def _fit_one_detector(
     )
     pipeline = make_detection_pipeline(sampler, detector)
     start = time.perf_counter()
-    fit_detection_pipeline(
-        pipeline,
-        data["train"]["X"],
-        y_train,
-        data["validation"]["X"],
-        data["validation"]["y"],
-        synthetic_weight=config.evaluation.synthetic_weight,
-        # Identical fits within the run (same rows, weights and settings) are
-        # done once; the folder goes with the other partial files.
-        reuse_dir=scores_path.parent / layout.FITS_DIR,
-        sample_weight=train_weight,
-        eval_weight=val_weight,
-    )
+    if data["train"]["X"] is None:  # read and trained on the Dask workers
+        fit_detector_on_workers(
+            pipeline,
+            data["train"]["read_block"],
+            data["train"]["rows"],
+            y_train,
+            data["validation"]["X"],
+            data["validation"]["y"],
+            sample_weight=train_weight,
+            eval_weight=val_weight,
+        )
+    else:
+        fit_detection_pipeline(
+            pipeline,
+            data["train"]["X"],
+            y_train,
+            data["validation"]["X"],
+            data["validation"]["y"],
+            synthetic_weight=config.evaluation.synthetic_weight,
+            # Identical fits within the run (same rows, weights and settings) are
+            # done once; the folder goes with the other partial files.
+            reuse_dir=scores_path.parent / layout.FITS_DIR,
+            sample_weight=train_weight,
+            eval_weight=val_weight,
+            across_workers=config.detector.across_workers,
+            worker_memory_share=config.detector.worker_memory_share,
+        )
     fit_seconds = time.perf_counter() - start
     parts = []
     scores = {}
@@ -789,6 +816,7 @@ def _fit_one_detector(
         "n_train_resampled": resampled_size(pipeline),
         "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
         "fit_seconds": round(fit_seconds, 3),
+        "fit_workers": fit_workers(pipeline),
         "reused_fit": was_reused(pipeline),
         "feature_importance": feature_importance(xgb, transformer.feature_names),
         "scores_path": str(scores_path),
