@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--set", action="append", default=[], help="SECTION.KEY=VALUE for every run"
     )
+    parser.add_argument(
+        "--out", default=None, help="JSON file (default: results/scale-DATE.json)"
+    )
     args = parser.parse_args(argv)
     work = Path(args.work).absolute()
     work.mkdir(parents=True, exist_ok=True)
@@ -124,8 +127,12 @@ def main(argv: list[str] | None = None) -> dict:
         "cpu_count": len(os.sched_getaffinity(0)),
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"scale-{out['measured_at'][:10]}.json"
+    path = (
+        Path(args.out)
+        if args.out
+        else RESULTS / f"scale-{out['measured_at'][:10]}.json"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))
     return out
