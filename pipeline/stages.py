@@ -570,11 +570,15 @@ def stage_fit_detector(
         amount_targets,
         keep_targets,
     )
-    from pipeline.distributed import spread_workers
+    from pipeline.distributed import current_worker, spread_workers
 
     split = inputs.split
     workers = 1
-    if method in NOT_RESAMPLED and config.detector.across_workers != "never":
+    if (
+        method in NOT_RESAMPLED
+        and config.detector.across_workers != "never"
+        and current_worker() is not None
+    ):
         # A fit too large for one Dask worker: its rows are read on the workers.
         sizes = inputs.sizes()
         workers = spread_workers(
