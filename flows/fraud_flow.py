@@ -192,9 +192,26 @@ def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
     )
 
 
+class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
+    """Prefect's thread pool, except that a stopped run (Ctrl-C, SIGTERM) does not
+    wait for the fits still running in its threads: Python cannot interrupt them,
+    on a bank's table one takes minutes, and their results are not used. (The
+    ``fraudaug`` command then ends its process without joining them:
+    :func:`pipeline.cli.entry`.)"""
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        if exc_value is not None and interrupts.stopped_by(exc_value):
+            for event in self._cancel_events.values():
+                event.set()
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+        super().__exit__(exc_type, exc_value, traceback)
+
+
 @flow(
     name=FLOW_NAME,
-    task_runner=ThreadPoolTaskRunner(max_workers=2),
+    task_runner=StoppableThreadPoolTaskRunner(max_workers=2),
     validate_parameters=True,
 )
 def fraud_augmentation(

@@ -7,12 +7,14 @@ stderr and exit with code 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -846,12 +848,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"fraudaug: {'interrupted' if interrupted else 'terminated'}; {after}",
             file=sys.stderr,
         )
-        return 130 if interrupted else 143
+        return EXIT_STOPPED[0] if interrupted else EXIT_STOPPED[1]
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
             interrupts.clear()
 
 
+EXIT_STOPPED = (130, 143)
+"""Exit codes of a command stopped by Ctrl-C or SIGTERM."""
+
+
+def entry() -> None:
+    """The ``fraudaug`` console script: :func:`main`, then exit with its code.
+
+    A stopped run does not wait for the fits still running in its task threads
+    (Python cannot interrupt them, and on a bank's table one takes minutes; their
+    results are not used): the exit handlers run — Prefect's temporary server
+    stops, logs are flushed — and the process ends.
+    """
+    code = main()
+    if code in EXIT_STOPPED and threading.active_count() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

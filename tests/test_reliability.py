@@ -171,3 +171,46 @@ def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "KILLED" and run.data.tags["fraudaug.state"] == "killed"
     assert list(client.search_registered_models()) == []
+
+
+@pytest.mark.slow
+def test_a_terminated_run_does_not_wait_for_the_fit_it_is_running(
+    tmp_path, sample_path
+):
+    """SIGTERM while a detector fits in a task thread (here a fit of minutes:
+    100,000 trees, no early stopping): the command exits 143 within seconds — it
+    used to go on until the fit ended, Prefect's temporary server with it — and
+    stops that server on its way out."""
+    err = tmp_path / "err.log"
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [
+                FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+                "--reports", "reports",
+                "--set", 'evaluation.methods=["none"]',
+                "--set", "detector.n_estimators=100000",
+                "--set", "detector.early_stopping_rounds=null",
+                "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
+            ],
+            cwd=tmp_path,
+            env={
+                **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+                "PREFECT_HOME": str(tmp_path / "prefect-home"),
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while "Task run 'monitor-champion" not in err.read_text():  # fits next
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.5)
+        time.sleep(5)  # the fit is under way
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        assert proc.wait(120) == 143
+        waited = time.monotonic() - sent
+    text = err.read_text()
+    assert "fraudaug: terminated; the run stopped" in text
+    assert waited < 30, waited
+    assert "Stopping temporary server" in text
