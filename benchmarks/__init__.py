@@ -2,3 +2,22 @@
 
 Speed, memory and quality targets live here, never as assertions in the tests.
 """
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def write_result(result: dict[str, Any], name: str, out: str | Path | None) -> Path:
+    """Write ``result`` as JSON to ``out`` (default ``results/NAME-DATE.json``,
+    today's UTC date) and print it."""
+    path = Path(out) if out else RESULTS / f"{name}-{datetime.now(UTC):%Y-%m-%d}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return path

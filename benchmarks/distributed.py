@@ -18,7 +18,6 @@ to ``benchmarks/results/``.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks import write_result
 
 
 def write_wide_table(path: str | Path, n_rows: int, n_features: int):
@@ -124,12 +123,28 @@ def local_cluster(n_workers: int = 2, memory_limit: str | int = 0):
     )
 
 
-def measure(inputs, config, seeds, placement: str, work_dir, n_workers: int) -> dict:
-    """The ``none`` fit under ``placement`` on a fresh cluster: its record's
-    figures and each worker's peak memory before and after."""
+def measure(
+    inputs,
+    config,
+    seeds,
+    placement: str,
+    work_dir,
+    n_workers: int = 2,
+    *,
+    memory_limit: str | int = 0,
+    dask_config: dict[str, Any] | None = None,
+) -> dict:
+    """The ``none`` fit under ``placement`` on a fresh cluster (each worker's
+    ``memory_limit``; ``dask_config`` set around it): its record's figures and
+    each worker's peak memory before and after, busiest first."""
+    import dask
     from distributed import Client
 
-    with local_cluster(n_workers) as cluster, Client(cluster) as client:
+    with (
+        dask.config.set(dask_config or {}),
+        local_cluster(n_workers, memory_limit) as cluster,
+        Client(cluster) as client,
+    ):
         client.run(import_fit_libraries)
         before = client.run(peak_mb)
         result = fit_on_cluster(
@@ -198,14 +213,7 @@ def main(argv: list[str] | None = None) -> dict:
     out["test_auprc_difference"] = round(
         fits["always"]["test_auprc"] - one["test_auprc"], 6
     )
-    path = (
-        Path(args.out)
-        if args.out
-        else RESULTS / f"distributed-{datetime.now(UTC):%Y-%m-%d}.json"
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
+    write_result(out, "distributed", args.out)
     return out
 
 

@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks import write_result
+
 PEER = Path(__file__).resolve().parent / "ctgan_peer.py"
 
 
@@ -337,10 +338,7 @@ def main(argv: list[str] | None = None) -> dict:
         name: float(np.mean([r["augmented_auprc"][name] for r in records]))
         for name in records[0]["augmented_auprc"]
     }
-    out = Path(args.out or RESULTS / f"mixed-{datetime.now(UTC):%Y-%m-%d}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    write_result(result, "mixed", args.out)
     return result
 
 

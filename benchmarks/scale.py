@@ -23,7 +23,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks import write_result
+
 FRAUDAUG = [sys.executable, "-m", "pipeline"]
 
 
@@ -127,14 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
         "cpu_count": len(os.sched_getaffinity(0)),
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    path = (
-        Path(args.out)
-        if args.out
-        else RESULTS / f"scale-{out['measured_at'][:10]}.json"
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps(out, indent=2))
+    write_result(out, "scale", args.out)
     return out
 
 

@@ -154,18 +154,7 @@ def test_a_fit_too_large_for_a_worker_reads_and_trains_across_the_workers(tmp_pa
     workers — each reading its block of the training rows, the task never holding
     them — every worker stays below the limit, and the figures are the
     one-process fit's within XGBoost's distributed tolerance."""
-    import dask
-    from distributed import Client
-
-    from benchmarks.distributed import (
-        fit_on_cluster,
-        import_fit_libraries,
-        local_cluster,
-        peak_mb,
-        prepare_split,
-        with_placement,
-        write_wide_table,
-    )
+    from benchmarks.distributed import measure, prepare_split, write_wide_table
     from pipeline.schema import detect_schema
 
     head = write_wide_table(tmp_path / "wide.parquet", 2_400_000, 24)
@@ -177,37 +166,27 @@ def test_a_fit_too_large_for_a_worker_reads_and_trains_across_the_workers(tmp_pa
     config, inputs, seeds = prepare_split(
         tmp_path / "wide.parquet", schema, tmp_path, overrides
     )
+    one = measure(inputs, config, seeds, "never", tmp_path)
+    limit_mb = 0.8 * one["peak_mb"][0]
     enforced = {
         "distributed.worker.memory.target": False,
         "distributed.worker.memory.spill": False,
         "distributed.worker.memory.pause": False,
         "distributed.scheduler.allowed-failures": 0,
     }
-
-    def fit(memory_limit, placement):
-        with (
-            dask.config.set(enforced),
-            local_cluster(2, memory_limit) as local,
-            Client(local) as client,
-        ):
-            client.run(import_fit_libraries)
-            result = fit_on_cluster(
-                client,
-                inputs,
-                "none",
-                with_placement(config, placement),
-                seeds,
-                tmp_path / placement / "none.parquet",
-            )
-            return result["grid"][0], client.run(peak_mb)
-
-    one, one_peaks = fit(0, "never")
-    limit_mb = 0.8 * max(one_peaks.values())
-    spread, spread_peaks = fit(int(limit_mb * 2**20), "auto")
+    spread = measure(
+        inputs,
+        config,
+        seeds,
+        "auto",
+        tmp_path,
+        memory_limit=int(limit_mb * 2**20),
+        dask_config=enforced,
+    )
     assert one["fit_workers"] == 1 and spread["fit_workers"] == 2
     assert spread["n_train"] == one["n_train"] > 1_400_000
-    assert max(spread_peaks.values()) < 0.95 * limit_mb, (one_peaks, spread_peaks)
-    assert abs(spread["auprc"] - one["auprc"]) < 0.03
+    assert spread["peak_mb"][0] < 0.95 * limit_mb, (one, spread)
+    assert abs(spread["test_auprc"] - one["test_auprc"]) < 0.03
 
 
 @pytest.mark.slow

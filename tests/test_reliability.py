@@ -133,6 +133,27 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
     assert not (tmp_path / "mlflow.db").exists()
 
 
+def _start_smoke_run(tmp_path, sample_path, stderr, *settings):
+    """``fraudaug run`` of the smoke profile on the sample in ``tmp_path`` (its own
+    store, cache and Prefect home), with ``--set`` ``settings``; stderr to
+    ``stderr``."""
+    sets = [x for item in settings for x in ("--set", item)]
+    return subprocess.Popen(
+        [
+            FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+            "--reports", "reports", *sets,
+            "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
+        ],
+        cwd=tmp_path,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+            "PREFECT_HOME": str(tmp_path / "prefect-home"),
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )  # fmt: skip
+
+
 def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
     tmp_path, sample_path
 ):
@@ -140,20 +161,7 @@ def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
     MLflow run is closed as KILLED and no model version or alias appears."""
     err = tmp_path / "err.log"
     with open(err, "w") as stderr:
-        proc = subprocess.Popen(
-            [
-                FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
-                "--reports", "reports", "--set", "gan.steps=5000",
-                "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
-            ],
-            cwd=tmp_path,
-            env={
-                **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-                "PREFECT_HOME": str(tmp_path / "prefect-home"),
-            },
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )  # fmt: skip
+        proc = _start_smoke_run(tmp_path, sample_path, stderr, "gan.steps=5000")
         deadline = time.monotonic() + 300
         while "training cWGAN-GP" not in err.read_text():  # the GAN has started
             assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
@@ -183,23 +191,14 @@ def test_a_terminated_run_does_not_wait_for_the_fit_it_is_running(
     stops that server on its way out."""
     err = tmp_path / "err.log"
     with open(err, "w") as stderr:
-        proc = subprocess.Popen(
-            [
-                FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
-                "--reports", "reports",
-                "--set", 'evaluation.methods=["none"]',
-                "--set", "detector.n_estimators=100000",
-                "--set", "detector.early_stopping_rounds=null",
-                "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
-            ],
-            cwd=tmp_path,
-            env={
-                **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-                "PREFECT_HOME": str(tmp_path / "prefect-home"),
-            },
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )  # fmt: skip
+        proc = _start_smoke_run(
+            tmp_path,
+            sample_path,
+            stderr,
+            'evaluation.methods=["none"]',
+            "detector.n_estimators=100000",
+            "detector.early_stopping_rounds=null",
+        )
         deadline = time.monotonic() + 300
         while "Task run 'monitor-champion" not in err.read_text():  # fits next
             assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
