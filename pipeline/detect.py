@@ -25,7 +25,7 @@ from xgboost import XGBClassifier
 
 from pipeline.cleaning import FastEditedNearestNeighbours, FastTomekLinks
 from pipeline.config import DetectorConfig, EvaluationConfig, GANConfig
-from pipeline.distributed import fit_across_workers, spread_workers
+from pipeline.distributed import cluster_workers, fit_across_workers
 from pipeline.errors import ConfigError
 from pipeline.memory import bounded_neighbour_search
 
@@ -425,7 +425,6 @@ def fit_detection_pipeline(
     sample_weight: np.ndarray | None = None,
     eval_weight: np.ndarray | None = None,
     across_workers: str = "never",
-    worker_memory_share: float = 0.5,
 ) -> Pipeline:
     """Resample the training rows, then fit the detector with early stopping on the
     (real, untouched) validation rows.
@@ -480,12 +479,7 @@ def fit_detection_pipeline(
     if across_workers == "always":
         # Rows this task holds (resampled here) spread only when asked: the
         # task's worker keeps them, so it is no lighter (benchmarks/distributed.py).
-        sink["workers"] = spread_workers(
-            len(y_res) + len(y_val),
-            X_res.shape[1],
-            placement="always",
-            worker_memory_share=worker_memory_share,
-        )
+        sink["workers"] = cluster_workers()
     if sink["workers"] > 1:
         sink["workers"] = fit_across_workers(
             detector,

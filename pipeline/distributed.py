@@ -67,6 +67,22 @@ def task_bytes(n_rows: int, n_features: int) -> int:
     return int(n_rows * n_features * 8 * TASK_MEMORY_FACTOR)
 
 
+def cluster_workers(worker: Any | None = None) -> int:
+    """The workers a fit on this Dask worker can train across: the cluster's,
+    or 1 outside a Dask worker and on a cluster of one worker."""
+    worker = current_worker() if worker is None else worker
+    if worker is None:
+        return 1
+    n_workers = _n_workers()
+    return n_workers if n_workers >= 2 else 1
+
+
+def _n_workers() -> int:
+    from distributed import get_client
+
+    return len(get_client().ncores())
+
+
 def spread_workers(
     n_rows: int,
     n_features: int,
@@ -76,7 +92,7 @@ def spread_workers(
     worker: Any | None = None,
 ) -> int:
     """How many workers a fit should train on: 1 (in the task's process) or the
-    cluster's workers.
+    cluster's workers (:func:`cluster_workers`).
 
     ``placement``: ``never`` (always one process), ``always`` (every fit on a
     Dask worker trains across the workers), ``auto``: across the workers when
@@ -87,22 +103,14 @@ def spread_workers(
     worker = current_worker() if worker is None else worker
     if placement == "never" or worker is None:
         return 1
-    n_workers = _n_workers()
-    if n_workers < 2:
-        return 1
-    if placement == "always":
+    n_workers = cluster_workers(worker)
+    if n_workers == 1 or placement == "always":
         return n_workers
     limit = worker_memory_limit(worker)
     if limit is None:
         return 1
     need = task_bytes(n_rows, n_features)
     return n_workers if need > worker_memory_share * limit else 1
-
-
-def _n_workers() -> int:
-    from distributed import get_client
-
-    return len(get_client().ncores())
 
 
 def _partitions(client, array, dtype, workers: list[str], here: str):
@@ -146,7 +154,8 @@ def _read_partitions(client, read_block, rows, weight, workers, n_features: int)
     ``(X, y, weight)``): no process holds them all."""
     import dask.array as da
 
-    blocks = {"X": [], "y": [], "weight": []}
+    fields = (("X", np.float32), ("y", np.int64), ("weight", np.float64))
+    blocks: dict[str, list] = {name: [] for name, _ in fields}
     bounds = np.linspace(0, len(rows), len(workers) + 1).astype(int)
     for start, stop, address in zip(bounds[:-1], bounds[1:], workers, strict=True):
         pinned = {"workers": [address], "allow_other_workers": False, "pure": False}
@@ -157,27 +166,15 @@ def _read_partitions(client, read_block, rows, weight, workers, n_features: int)
             **pinned,
         )
         n = stop - start
-        for i, (name, shape) in enumerate(
-            (("X", (n, None)), ("y", (n,)), ("weight", (n,)))
-        ):
+        shapes = {"X": (n, n_features), "y": (n,), "weight": (n,)}
+        for i, (name, dtype) in enumerate(fields):
             if name == "weight" and weight is None:
                 continue
-            blocks[name].append((client.submit(_item, block, i, **pinned), shape))
-    out = []
-    for name, dtype in (("X", np.float32), ("y", np.int64), ("weight", np.float64)):
-        if not blocks[name]:
-            out.append(None)
-            continue
-        arrays = [
-            da.from_delayed(
-                future,
-                shape=(shape[0], n_features) if name == "X" else shape,
-                dtype=dtype,
-            )
-            for future, shape in blocks[name]
-        ]
-        out.append(da.concatenate(arrays))
-    return out
+            item = client.submit(_item, block, i, **pinned)
+            blocks[name].append(da.from_delayed(item, shape=shapes[name], dtype=dtype))
+    return [
+        da.concatenate(blocks[name]) if blocks[name] else None for name, _ in fields
+    ]
 
 
 def _item(values, i):

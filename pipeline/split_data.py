@@ -140,8 +140,6 @@ def load_split_data(
 
     transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
     schema = transformer.schema
-    wanted = {f["source"] for f in transformer.features_} | {schema.label.column}
-    wanted |= {c for c in (schema.amount, schema.time, schema.entity) if c}
     splits = load_splits(inputs.splits_path, inputs.split)
     rows = {s: subset_rows(splits, inputs.split, s) for s in SUBSETS}
     del splits
@@ -161,7 +159,7 @@ def load_split_data(
         )
         for s in ("train", "validation"):
             rows[s] = rows[s][sample[s]["keep"]]
-    columns = [c for c in schema.names if c in wanted]
+    columns = _columns(transformer, schema.amount, schema.time, schema.entity)
     read = SUBSETS if train_features else tuple(x for x in SUBSETS if x != "train")
     every = np.sort(np.concatenate([rows[x] for x in read]))
     frame = load_parquet_rows(inputs.frame_path, every, columns=columns)
@@ -208,6 +206,16 @@ def load_split_data(
     return data
 
 
+def _columns(transformer: TabularTransformer, *extra: str | None) -> list[str]:
+    """The table's columns the transformer reads, its label and ``extra`` (the
+    ``None`` of an absent one skipped), in the table's order."""
+    wanted = {f["source"] for f in transformer.features_} | {
+        transformer.schema.label.column
+    }
+    wanted |= {c for c in extra if c}
+    return [c for c in transformer.schema.names if c in wanted]
+
+
 def read_train_block(
     inputs: SplitInputs, rows: np.ndarray, weight: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -217,10 +225,7 @@ def read_train_block(
     (:mod:`pipeline.distributed`)."""
     transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
     schema = transformer.schema
-    columns = {f["source"] for f in transformer.features_} | {schema.label.column}
-    part = load_parquet_rows(
-        inputs.frame_path, rows, columns=[c for c in schema.names if c in columns]
-    )
+    part = load_parquet_rows(inputs.frame_path, rows, columns=_columns(transformer))
     X = transformer.transform(part).astype(np.float32)
     y = part[schema.label.column].to_numpy(dtype=np.int64)
     return X, y, weight

@@ -748,7 +748,6 @@ def _fit_one_detector(
             sample_weight=train_weight,
             eval_weight=val_weight,
             across_workers=config.detector.across_workers,
-            worker_memory_share=config.detector.worker_memory_share,
         )
     fit_seconds = time.perf_counter() - start
     parts = []
