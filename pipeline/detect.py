@@ -102,8 +102,13 @@ def amount_targets(
     dropped), in increasing order.
 
     ``y`` holds 0/1 labels of the training rows; with ``weight`` (sampled rows)
-    the ratio is that of the rows they stand for.
+    the ratios are those of the rows they stand for, and the targets are rows of
+    the sample: the new rows are drawn at the legitimate rows' share, as the
+    legitimate rows were, each then standing for ``1 / share`` new rows (see
+    :func:`synthetic_share`). A resampled fit on a sampled table thus stays
+    within the budget's size instead of adding the whole population's amount.
     """
+    y = np.asarray(y)
     n_min, n_maj = _class_sizes(y, weight)
     cap = int(evaluation.sampling_strategy * n_maj)
     if cap <= n_min:
@@ -112,7 +117,24 @@ def amount_targets(
             f"{cap} minority rows, but the training rows already hold {n_min}"
         )
     targets = {int(round(n_min * (1 + m))) for m in evaluation.amount_grid}
-    return sorted({t for t in targets if n_min < t < cap} | {cap})
+    targets = sorted({t for t in targets if n_min < t < cap} | {cap})
+    share = synthetic_share(y, weight)
+    if share == 1.0:
+        return targets
+    return sorted({n_min + max(1, int(round((t - n_min) * share))) for t in targets})
+
+
+def synthetic_share(y: np.ndarray, weight: np.ndarray | None) -> float:
+    """The share at which a sampler's new rows are drawn on sampled training rows
+    ``y`` (with ``weight``, :func:`pipeline.split_data.sample_rows`): that of the
+    legitimate rows, so that each new row, like each kept legitimate row, stands
+    for ``1 / share`` (1.0 when not sampled)."""
+    y = np.asarray(y)
+    if weight is None:
+        return 1.0
+    in_sample = int((y == 0).sum())
+    _, n_maj = _class_sizes(y, weight)
+    return 1.0 if in_sample == n_maj or n_maj == 0 else in_sample / n_maj
 
 
 def keep_targets(

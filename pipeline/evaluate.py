@@ -133,19 +133,22 @@ def compute_metrics(
 
 def bootstrap_ci(
     y_true: np.ndarray,
-    scores: np.ndarray,
+    scores: list[np.ndarray],
     *,
     n_resamples: int,
     random_state: int,
-) -> list[float] | None:
-    """95 % percentile interval of AUPRC over stratified bootstrap resamples of the
-    test rows (the within-split uncertainty)."""
+    n_jobs: int = 1,
+) -> list[list[float] | None]:
+    """For each of ``scores``, the 95 % percentile interval of AUPRC over the same
+    stratified bootstrap resamples of the test rows (the within-split
+    uncertainty); ``n_jobs`` threads (:func:`pipeline.statistics.bootstrap_auprc`)."""
     if n_resamples < 1:
-        return None
+        return [None] * len(scores)
     values = bootstrap_auprc(
-        y_true, [scores], n_resamples=n_resamples, random_state=random_state
-    )[:, 0]
-    return percentile_interval(values)
+        y_true, scores, n_resamples=n_resamples, random_state=random_state,
+        n_jobs=n_jobs,
+    )
+    return [percentile_interval(values[:, j]) for j in range(len(scores))]
 
 
 _UNBOUNDED = {"net_savings"}

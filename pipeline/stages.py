@@ -690,12 +690,15 @@ def _fit_one_detector(
         make_detector,
         make_sampler,
         resampled_size,
+        synthetic_share,
         was_reused,
     )
     from pipeline.evaluate import choose_threshold
 
     y_train = data["train"]["y"]
     transformer = data["transformer"]
+    train_weight = data["train"]["weight"]
+    share = synthetic_share(y_train, train_weight)
     sampler = make_sampler(
         method,
         config.evaluation,
@@ -707,7 +710,6 @@ def _fit_one_detector(
         categorical_features=transformer.categorical_features,
         n_features=len(transformer.feature_names),
     )
-    train_weight = data["train"]["weight"]
     val_weight = data["validation"]["weight"]
     weight = None
     if method == "class_weight":
@@ -741,7 +743,8 @@ def _fit_one_detector(
             y_train,
             data["validation"]["X"],
             data["validation"]["y"],
-            synthetic_weight=config.evaluation.synthetic_weight,
+            # On sampled rows, each new row stands for 1 / share (amount_targets).
+            synthetic_weight=config.evaluation.synthetic_weight / share,
             # Identical fits within the run (same rows, weights and settings) are
             # done once; the folder goes with the other partial files.
             reuse_dir=scores_path.parent / layout.FITS_DIR,
@@ -795,8 +798,8 @@ def _fit_one_detector(
         n_legit if train_weight is None else float(train_weight[y_train == 0].sum())
     )
     ratio = None
-    if n_minority is not None:
-        ratio = round(n_minority / stands_for, 6)
+    if n_minority is not None:  # the new rows stand for 1 / share each
+        ratio = round((n_fraud + (n_minority - n_fraud) / share) / stands_for, 6)
     elif n_majority is not None:
         ratio = round(n_fraud / (n_majority * stands_for / n_legit), 6)
     record = {
@@ -885,16 +888,29 @@ def stage_choose_fits(
     from pipeline.evaluate import bootstrap_ci
 
     label = schema.label.column
-    for record in chosen:
-        scores = load_parquet(record["scores_path"], columns=["subset", "row", "score"])
-        test = scores[scores["subset"] == "test"]
-        rows = test["row"].to_numpy()
-        record["auprc_bootstrap_ci95"] = bootstrap_ci(
+    for split in sorted({r["split"] for r in chosen}):
+        # A split's methods score the same test rows and draw the same resamples
+        # (its seed): one bootstrap for all of them.
+        records = [r for r in chosen if r["split"] == split]
+        tests = []
+        for record in records:
+            scores = load_parquet(
+                record["scores_path"], columns=["subset", "row", "score"]
+            )
+            tests.append(scores[scores["subset"] == "test"])
+        rows = tests[0]["row"].to_numpy()
+        if any(not np.array_equal(t["row"].to_numpy(), rows) for t in tests):
+            raise TrainingError(f"split {split}: the methods scored other test rows")
+        intervals = bootstrap_ci(
             load_parquet_rows(frame_path, rows, [label])[label].to_numpy(np.int64),
-            test["score"].to_numpy(),
+            [t["score"].to_numpy() for t in tests],
             n_resamples=config.evaluation.n_bootstrap,
-            random_state=detector_seeds[record["split"]],
+            random_state=detector_seeds[split],
+            n_jobs=config.evaluation.n_jobs,
         )
+        for record, interval in zip(records, intervals, strict=True):
+            record["auprc_bootstrap_ci95"] = interval
+    for record in chosen:
         model = record.pop("model_path", None)
         if model is not None:
             target = layout.detector_path(run_dir, record["split"], record["method"])

@@ -63,28 +63,25 @@ def bootstrap_means(
     return values[draws].mean(axis=1)
 
 
-def _weighted_ap(
-    order: np.ndarray, y_sorted: np.ndarray, s_sorted: np.ndarray, counts
-) -> float:
+def _weighted_ap(order: np.ndarray, y_sorted: np.ndarray, ends: np.ndarray, counts):
     """``average_precision_score(y[idx], s[idx])`` for the multiset ``idx`` given by
     ``counts`` (how often each row was drawn), without building or sorting it.
 
-    ``order`` sorts the scores descending once; ``y_sorted``/``s_sorted`` are the
-    labels and scores in that order. Rows drawn ``k`` times weigh ``k`` (equal scores
-    are one threshold whatever their order, so weights are exactly duplicates);
-    undrawn rows are dropped, as scikit-learn drops zero weights. Every count is an
-    integer, so the cumulative sums are exact and the result equals scikit-learn's
-    on the resampled rows bit for bit (tested).
+    ``order`` sorts the scores descending once; ``y_sorted`` holds the 0/1 labels
+    in that order (integers) and ``ends`` the last position of each distinct
+    score there. Rows drawn ``k`` times weigh ``k`` (equal scores are one
+    threshold whatever their order, so weights are exactly duplicates); a score
+    no drawn row has is no threshold, as scikit-learn drops zero weights. The
+    cumulative counts are integers, so exact, and the result equals
+    scikit-learn's on the resampled rows bit for bit (tested).
     """
     w = counts[order]
-    keep = w > 0
-    w = w[keep].astype(np.float64)
-    y_sorted = y_sorted[keep]
-    s_sorted = s_sorted[keep]
-    ends = np.r_[np.flatnonzero(np.diff(s_sorted)), len(s_sorted) - 1]
-    tps = np.cumsum(y_sorted * w)[ends]
-    fps = np.cumsum((1 - y_sorted) * w)[ends]
-    precision = tps / (tps + fps)  # every kept row weighs >= 1: never 0 / 0
+    weight = np.cumsum(w)[ends]
+    tps = np.cumsum(w * y_sorted)[ends]
+    drawn = np.diff(weight, prepend=0) > 0
+    tps = tps[drawn].astype(np.float64)
+    fps = weight[drawn] - tps
+    precision = tps / (tps + fps)  # every threshold holds a drawn row: never 0 / 0
     recall = tps / tps[-1] if tps[-1] != 0 else np.ones_like(tps)
     precision = np.r_[precision[::-1], 1.0]
     recall = np.r_[recall[::-1], 0.0]
@@ -97,6 +94,7 @@ def bootstrap_auprc(
     *,
     n_resamples: int,
     random_state: int,
+    n_jobs: int = 1,
 ) -> np.ndarray:
     """AUPRC of each of ``scores`` on the same stratified bootstrap resamples of the
     rows: shape ``(n_resamples, len(scores))``.
@@ -104,20 +102,38 @@ def bootstrap_auprc(
     Each resample draws the positives and the negatives with replacement, each as
     many as there are (the draws of ``numpy.random.default_rng(random_state)``,
     positives first). Exactly ``average_precision_score`` on the resampled rows,
-    about 20x faster (no per-resample sort or validation).
+    about 40x faster (no per-resample sort or validation). The draws are made in
+    order; the AUPRCs of ``n_jobs`` resamples at a time are computed in threads
+    (the same values whatever ``n_jobs``).
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     rng = np.random.default_rng(random_state)
-    y = np.asarray(y_true).astype(np.float64)
-    scores = [np.asarray(s, dtype=np.float64) for s in scores]
-    orders = [np.argsort(s, kind="stable")[::-1] for s in scores]
-    ranked = [(o, y[o], s[o]) for o, s in zip(orders, scores, strict=True)]
+    y = np.asarray(y_true).astype(np.int64)
+    ranked = []
+    for s in scores:
+        s = np.asarray(s, dtype=np.float64)
+        order = np.argsort(s, kind="stable")[::-1]
+        s_sorted = s[order]
+        ends = np.r_[np.flatnonzero(np.diff(s_sorted)), len(s_sorted) - 1]
+        ranked.append((order, y[order], ends))
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    out = np.empty((n_resamples, len(scores)))
-    for i in range(n_resamples):
-        idx = np.concatenate(
-            [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
-        )
+    out = np.empty((n_resamples, len(ranked)))
+
+    def one(i: int, idx: np.ndarray) -> None:
         counts = np.bincount(idx, minlength=len(y))
-        for j, (order, y_sorted, s_sorted) in enumerate(ranked):
-            out[i, j] = _weighted_ap(order, y_sorted, s_sorted, counts)
+        for j, (order, y_sorted, ends) in enumerate(ranked):
+            out[i, j] = _weighted_ap(order, y_sorted, ends, counts)
+
+    with ThreadPoolExecutor(max(1, n_jobs)) as pool:
+        pending = []
+        for i in range(n_resamples):
+            idx = np.concatenate(
+                [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
+            )
+            pending.append(pool.submit(one, i, idx))
+            if len(pending) > 2 * n_jobs:  # a few resamples in memory at a time
+                pending.pop(0).result()
+        for future in pending:
+            future.result()
     return out

@@ -55,10 +55,15 @@ def test_fixed_operating_points():
 
 def test_bootstrap_interval_brackets_the_estimate(scored):
     y, scores, _ = scored
-    low, high = bootstrap_ci(y, scores, n_resamples=100, random_state=0)
+    (low, high), other = bootstrap_ci(
+        y, [scores, scores[::-1]], n_resamples=100, random_state=0
+    )
     auprc = compute_metrics(y, scores)["auprc"]
     assert low < auprc < high
-    assert bootstrap_ci(y, scores, n_resamples=0, random_state=0) is None
+    # Each scorer's interval is its own bootstrap, whatever scores beside it.
+    assert bootstrap_ci(y, [scores], n_resamples=100, random_state=0) == [[low, high]]
+    assert other == bootstrap_ci(y, [scores[::-1]], n_resamples=100, random_state=0)[0]
+    assert bootstrap_ci(y, [scores], n_resamples=0, random_state=0) == [None]
 
 
 def _results(diffs):

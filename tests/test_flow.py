@@ -88,9 +88,9 @@ def test_metrics_and_predictions_agree_and_recompute(finished_run, sample_path):
         # The interval is the bootstrap of these test rows with the split's
         # detector seed (the manifest's), exactly.
         seeds = json.loads((run_dir / "manifest.json").read_text())["seeds"]
-        assert record["auprc_bootstrap_ci95"] == bootstrap_ci(
+        assert [record["auprc_bootstrap_ci95"]] == bootstrap_ci(
             y,
-            scores,
+            [scores],
             n_resamples=metrics["config"]["evaluation"]["n_bootstrap"],
             random_state=seeds["detector"][record["split"]],
         )

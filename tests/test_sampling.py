@@ -38,6 +38,63 @@ def test_every_fraud_and_a_seeded_share_of_the_legitimate_rows_weighted_back():
     assert not np.array_equal(other["train"]["keep"], train["keep"])
 
 
+def test_a_samplers_new_rows_are_drawn_at_the_share_and_weighted_back():
+    """On sampled training rows the amounts are those of the population (the
+    ratio the unsampled rows would reach), but the new rows are drawn at the
+    legitimate rows' share and each stands for 1 / share, so a resampled fit
+    stays near the budget's size."""
+    from pipeline.config import load_config
+    from pipeline.detect import (
+        amount_targets,
+        fit_detection_pipeline,
+        make_detection_pipeline,
+        make_detector,
+        make_sampler,
+        synthetic_share,
+    )
+
+    rng = np.random.default_rng(3)
+    y_all = (rng.random(40_000) < 0.01).astype(int)
+    X_all = rng.normal(size=(len(y_all), 4)) + y_all[:, None]
+    sample = sample_rows(y_all, y_all[:2_000], 4_000, seed=0)["train"]
+    X, y, weight = X_all[sample["keep"]], y_all[sample["keep"]], sample["weight"]
+    config = load_config("smoke").evaluation
+    share = synthetic_share(y, weight)
+    assert share == pytest.approx(sample["share"], abs=1e-6)  # rounded there
+    assert synthetic_share(y_all, None) == 1.0
+    n_fraud = int(y.sum())
+    population = amount_targets(y_all, config)  # the same frauds, every legit row
+    in_sample = amount_targets(y, config, weight)
+    assert len(in_sample) == len(population)
+    for pop, got in zip(population, in_sample, strict=True):
+        assert got - n_fraud == pytest.approx((pop - n_fraud) * share, abs=1)
+    # The largest amount: the shared ratio of the population, not of the sample.
+    assert in_sample[-1] < config.sampling_strategy * (y == 0).sum() + n_fraud
+    sampler = make_sampler("smote", config, random_state=0, n_minority=in_sample[-1])
+    detector = make_detector(
+        load_config("smoke").detector.model_copy(update={"n_estimators": 5}),
+        random_state=0,
+    )
+    pipe = make_detection_pipeline(sampler, detector)
+    seen = {}
+    original_fit = detector.fit
+
+    def spy(X_fit, y_fit, sample_weight=None, **kw):
+        seen["weight"] = sample_weight
+        return original_fit(X_fit, y_fit, sample_weight=sample_weight, **kw)
+
+    detector.fit = spy
+    fit_detection_pipeline(
+        pipe, X, y, X[:500], y[:500],
+        sample_weight=weight, synthetic_weight=1.0 / share,
+    )
+    added = seen["weight"][len(y):]
+    assert len(added) == in_sample[-1] - n_fraud
+    assert added == pytest.approx(1.0 / share)
+    # The new rows stand for the population's amount.
+    assert added.sum() == pytest.approx(population[-1] - n_fraud, rel=1e-3)
+
+
 def test_weighted_top_k_reads_the_sample_as_the_day_it_stands_for():
     rng = np.random.default_rng(0)
     n = 2_000
@@ -113,6 +170,18 @@ def test_a_run_above_the_budget_samples_training_rows_and_scores_every_test_row(
     # Undersampling kept fewer legitimate rows than the sample held.
     under = [r for r in metrics["results"] if r["method"] == "random_under"]
     assert under[0]["n_train_resampled"] < budget and under[0]["n_added"] == 0
+    # SMOTE's largest amount reaches the shared ratio of the rows the sample
+    # stands for, with new rows drawn at the share (not the population's count).
+    smote = max(
+        (r for r in metrics["results"] if r["method"] == "smote"),
+        key=lambda r: r["sampling_strategy"],
+    )
+    ratio = metrics["config"]["evaluation"]["sampling_strategy"]
+    assert smote["sampling_strategy"] == pytest.approx(ratio, rel=0.02)
+    n_fraud = train["rows_after"] - train["legit_after"]
+    assert smote["n_added"] == pytest.approx(
+        (ratio * train["legit_before"] - n_fraud) * train["share"], rel=0.02
+    )
     report = (run_dir / "report.html").read_text()
     assert 'id="sampling"' in report and "sampled" in report
     assert metrics["drift"]["features"]

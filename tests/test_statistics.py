@@ -65,3 +65,10 @@ def test_bootstrap_auprc_is_sklearn_on_the_resampled_rows_exactly(scored, ties):
         )
         assert row[0] == average_precision_score(y[idx], a[idx])
         assert row[1] == average_precision_score(y[idx], b[idx])
+
+
+def test_bootstrap_auprc_in_threads_gives_the_same_values(scored):
+    y, scores, _ = scored
+    one = bootstrap_auprc(y, [scores], n_resamples=30, random_state=5)
+    threads = bootstrap_auprc(y, [scores], n_resamples=30, random_state=5, n_jobs=2)
+    assert np.array_equal(one, threads)
