@@ -16,6 +16,18 @@ subset of the other rows of class ``c`` (an upper bound on its true ``k``-th
 neighbour distance). If ``d_other > rho`` then ``x`` and at least ``k`` rows of its own
 class are strictly closer to ``x`` than any row of another class, so the ``k + 1``
 neighbours the parent queries (``x`` itself included) are all of class ``c``.
+
+On many rows even that search is quadratic: on 509,000 rows of a bank's sampled
+fold, 18 % of them frauds, half the rows have a mixed neighbourhood and a fit
+cleaned for 316 s (Tomek) and 429 s (ENN). Above ``block_rows`` the rows are
+dealt at random into blocks of at most that many, each class spread evenly over
+the blocks (so each block keeps the classes' proportions, and a row's
+neighbourhood holds the same mix of classes, at a coarser scale), and each
+block is cleaned on its own by the exact rule: the partition-based instance
+selection of big-data classification (Triguero et al., "MRPR: a MapReduce
+solution for prototype reduction in big data classification",
+*Neurocomputing* 150, 2015), at ``1 / blocks`` of the cost. Below it nothing
+changes.
 """
 
 from __future__ import annotations
@@ -123,20 +135,66 @@ def mixed_neighbourhood_rows(X, y, classes, k, *, random_state=None, n_jobs=None
     return np.sort(np.concatenate(out)) if out else np.empty(0, dtype=np.intp)
 
 
+def blocks(y: np.ndarray, block_rows: int | None, random_state) -> list[np.ndarray]:
+    """Rows ``0 .. len(y) - 1`` dealt at random into as few blocks of at most
+    ``block_rows`` as hold them (one block, every row in order, when they fit),
+    each class spread evenly over the blocks; each block's rows in increasing
+    order."""
+    n_blocks = 1 if block_rows is None else -(-len(y) // block_rows)
+    if n_blocks <= 1:
+        return [np.arange(len(y))]
+    rng = check_random_state(random_state)
+    dealt = [[] for _ in range(n_blocks)]
+    start = 0
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        # Continue the deal where the last class stopped: the blocks stay even.
+        for b in range(n_blocks):
+            dealt[(start + b) % n_blocks].append(rows[b::n_blocks])
+        start += len(rows)
+    return [np.sort(np.concatenate(parts)) for parts in dealt]
+
+
+def _clean_in_blocks(clean, X, y, block_rows, random_state) -> np.ndarray:
+    """``clean(X_block, y_block)`` (a keep mask) on each of :func:`blocks`; the
+    keep mask of every row."""
+    keep = np.ones(len(y), dtype=bool)
+    for rows in blocks(y, block_rows, random_state):
+        keep[rows] = clean(X[rows], y[rows])
+    return keep
+
+
 class FastTomekLinks(TomekLinks):
     """:class:`~imblearn.under_sampling.TomekLinks` that queries neighbours only for
-    rows that can be in a link (see the module docstring); same result.
+    rows that can be in a link (see the module docstring); same result. Above
+    ``block_rows`` rows, each random block is cleaned on its own.
 
     Dense input only; sparse input falls back to the parent's full search.
     """
 
-    def __init__(self, *, sampling_strategy="auto", n_jobs=None, random_state=None):
+    def __init__(
+        self,
+        *,
+        sampling_strategy="auto",
+        n_jobs=None,
+        random_state=None,
+        block_rows=None,
+    ):
         super().__init__(sampling_strategy=sampling_strategy, n_jobs=n_jobs)
         self.random_state = random_state
+        self.block_rows = block_rows
 
     def _fit_resample(self, X, y):
         if not isinstance(X, np.ndarray):
             return super()._fit_resample(X, y)
+        keep = _clean_in_blocks(self._keep, X, y, self.block_rows, self.random_state)
+        self.sample_indices_ = np.flatnonzero(keep)
+        return (
+            _safe_indexing(X, self.sample_indices_),
+            _safe_indexing(y, self.sample_indices_),
+        )
+
+    def _keep(self, X, y):
         # Both members of a link have their nearest neighbour in another class, so
         # both are among the candidates of their class.
         candidates = mixed_neighbourhood_rows(
@@ -146,18 +204,15 @@ class FastTomekLinks(TomekLinks):
         if len(candidates):
             nn = NearestNeighbors(n_neighbors=2, n_jobs=self.n_jobs).fit(X)
             nns[candidates] = nn.kneighbors(X[candidates], return_distance=False)[:, 1]
-        links = self.is_tomek(y, nns, self.sampling_strategy_)
-        self.sample_indices_ = np.flatnonzero(np.logical_not(links))
-        return (
-            _safe_indexing(X, self.sample_indices_),
-            _safe_indexing(y, self.sample_indices_),
-        )
+        return np.logical_not(self.is_tomek(y, nns, self.sampling_strategy_))
 
 
 class FastEditedNearestNeighbours(EditedNearestNeighbours):
     """:class:`~imblearn.under_sampling.EditedNearestNeighbours` that queries
     neighbours only for rows whose neighbourhood may hold another class (see the
     module docstring); same result.
+
+    Above ``block_rows`` rows, each random block is cleaned on its own.
 
     Dense input and an integer ``n_neighbors`` only; otherwise the parent's full
     search runs.
@@ -171,6 +226,7 @@ class FastEditedNearestNeighbours(EditedNearestNeighbours):
         kind_sel="all",
         n_jobs=None,
         random_state=None,
+        block_rows=None,
     ):
         super().__init__(
             sampling_strategy=sampling_strategy,
@@ -179,11 +235,23 @@ class FastEditedNearestNeighbours(EditedNearestNeighbours):
             n_jobs=n_jobs,
         )
         self.random_state = random_state
+        self.block_rows = block_rows
 
     def _fit_resample(self, X, y):
         if not isinstance(X, np.ndarray) or not isinstance(self.n_neighbors, int):
             return super()._fit_resample(X, y)
         self._validate_estimator()
+        keep = _clean_in_blocks(self._keep, X, y, self.block_rows, self.random_state)
+        # The parent's order: class by class, each in row order.
+        self.sample_indices_ = np.concatenate(
+            [np.flatnonzero(keep & (y == c)) for c in np.unique(y)]
+        )
+        return (
+            _safe_indexing(X, self.sample_indices_),
+            _safe_indexing(y, self.sample_indices_),
+        )
+
+    def _keep(self, X, y):
         k = self.n_neighbors
         cleaned = [c for c in np.unique(y) if c in self.sampling_strategy_]
         candidates = mixed_neighbourhood_rows(
@@ -200,11 +268,4 @@ class FastEditedNearestNeighbours(EditedNearestNeighbours):
                 keep[candidates] = np.ravel(labels) == own
             else:
                 keep[candidates] = np.all(labels == own[:, None], axis=1)
-        # The parent's order: class by class, each in row order.
-        self.sample_indices_ = np.concatenate(
-            [np.flatnonzero(keep & (y == c)) for c in np.unique(y)]
-        )
-        return (
-            _safe_indexing(X, self.sample_indices_),
-            _safe_indexing(y, self.sample_indices_),
-        )
+        return keep

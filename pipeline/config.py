@@ -320,6 +320,16 @@ class EvaluationConfig(_Section):
         description="Sample weight of the rows a sampler adds (real rows weigh 1).",
     )
     smote_k_neighbors: int = Field(5, ge=1)
+    cleaning_block_rows: int | None = Field(
+        200_000,
+        ge=1_000,
+        description="SMOTE-Tomek's and SMOTE-ENN's cleaning: above this many rows "
+        "(the resampled training rows), the rows are dealt at random into blocks "
+        "of at most this many, each class spread evenly, and each block is cleaned "
+        "on its own by the exact rule (its cost falls with the number of blocks). "
+        "Below it nothing changes (the Kaggle file's resampled training rows: "
+        "187,647 at most). null: one block.",
+    )
     n_jobs: int = Field(2, ge=1, description="Threads for samplers' neighbour search.")
     review_cost: float = Field(
         5.0,

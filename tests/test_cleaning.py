@@ -104,3 +104,42 @@ def test_restricted_search_decides_every_row_exactly(seed):
     np.testing.assert_array_equal(got[within], full[within])
     assert (got[~within] > rho[~within]).all()
     assert within.any() and (~within).any()
+
+
+def test_blocks_deal_every_row_once_with_each_class_spread_evenly():
+    y = np.r_[np.zeros(1_000, int), np.ones(230, int), np.full(7, 2)]
+    assert [b.tolist() for b in cleaning.blocks(y, None, 0)] == [list(range(len(y)))]
+    assert len(cleaning.blocks(y, len(y), 0)) == 1
+    got = cleaning.blocks(y, 300, 0)
+    assert len(got) == 5 and all(len(b) <= 300 for b in got)
+    every = np.sort(np.concatenate(got))
+    np.testing.assert_array_equal(every, np.arange(len(y)))  # each row once
+    for b in got:
+        assert np.all(np.diff(b) > 0)
+        for c, n in ((0, 1_000), (1, 230)):
+            assert abs((y[b] == c).sum() - n / 5) <= 1  # the classes' proportions
+    # Seeded: the same deal again, another with another seed.
+    assert all(np.array_equal(a, b) for a, b in zip(got, cleaning.blocks(y, 300, 0)))
+    assert not all(np.array_equal(a, b) for a, b in zip(got, cleaning.blocks(y, 300, 1)))
+
+
+def test_above_block_rows_each_block_is_cleaned_by_imblearns_rule(smote_rows):
+    """Each block keeps exactly the rows imbalanced-learn keeps on that block
+    alone; below ``block_rows`` the rows are those of one whole search."""
+    X, y = smote_rows
+    block_rows = len(y) // 3 + 1
+    for fast, reference in _pairs("all"):
+        fast.set_params(block_rows=len(y)).fit_resample(X, y)
+        reference.fit_resample(X, y)
+        np.testing.assert_array_equal(fast.sample_indices_, reference.sample_indices_)
+        fast.set_params(block_rows=block_rows, random_state=4).fit_resample(X, y)
+        kept = np.zeros(len(y), dtype=bool)
+        kept[fast.sample_indices_] = True
+        parts = cleaning.blocks(y, block_rows, fast.random_state)
+        assert len(parts) == 3
+        for rows in parts:
+            reference.fit_resample(X[rows], y[rows])
+            expected = np.zeros(len(rows), dtype=bool)
+            expected[reference.sample_indices_] = True
+            np.testing.assert_array_equal(kept[rows], expected)
+        assert not kept.all()  # something was cleaned

@@ -178,7 +178,7 @@ def test_smotenc_on_the_frauds_alone_gives_imbalanced_learns_rows_exactly(
     from imblearn.combine import SMOTETomek
     from imblearn.over_sampling import SMOTENC
 
-    from pipeline.detect import MinoritySMOTENC
+    from pipeline.detect import DenseNearestNeighbors, MinoritySMOTENC
     from pipeline.preprocess import TabularTransformer
     from pipeline.schema import detect_schema
 
@@ -191,7 +191,13 @@ def test_smotenc_on_the_frauds_alone_gives_imbalanced_learns_rows_exactly(
     categorical = transformer.categorical_features
     if strategy == "dict":
         strategy = {1: int(3 * y.sum())}
-    ours = MinoritySMOTENC(categorical, sampling_strategy=strategy, random_state=3)
+    # The neighbours searched densely, as make_sampler does.
+    ours = MinoritySMOTENC(
+        categorical,
+        sampling_strategy=strategy,
+        k_neighbors=DenseNearestNeighbors(n_neighbors=6),
+        random_state=3,
+    )
     theirs = SMOTENC(categorical, sampling_strategy=strategy, random_state=3)
     for a, b in zip(ours.fit_resample(X, y), theirs.fit_resample(X, y), strict=True):
         np.testing.assert_array_equal(a, b)
