@@ -145,7 +145,10 @@ def bootstrap_ci(
     if n_resamples < 1:
         return [None] * len(scores)
     values = bootstrap_auprc(
-        y_true, scores, n_resamples=n_resamples, random_state=random_state,
+        y_true,
+        scores,
+        n_resamples=n_resamples,
+        random_state=random_state,
         n_jobs=n_jobs,
     )
     return [percentile_interval(values[:, j]) for j in range(len(scores))]

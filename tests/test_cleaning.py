@@ -119,8 +119,14 @@ def test_blocks_deal_every_row_once_with_each_class_spread_evenly():
         for c, n in ((0, 1_000), (1, 230)):
             assert abs((y[b] == c).sum() - n / 5) <= 1  # the classes' proportions
     # Seeded: the same deal again, another with another seed.
-    assert all(np.array_equal(a, b) for a, b in zip(got, cleaning.blocks(y, 300, 0)))
-    assert not all(np.array_equal(a, b) for a, b in zip(got, cleaning.blocks(y, 300, 1)))
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(got, cleaning.blocks(y, 300, 0), strict=True)
+    )
+    assert not all(
+        np.array_equal(a, b)
+        for a, b in zip(got, cleaning.blocks(y, 300, 1), strict=True)
+    )
 
 
 def test_above_block_rows_each_block_is_cleaned_by_imblearns_rule(smote_rows):

@@ -206,3 +206,53 @@ def test_smotenc_on_the_frauds_alone_gives_imbalanced_learns_rows_exactly(
     b = SMOTETomek(smote=theirs, random_state=3).fit_resample(X, y)
     for got, expected in zip(a, b, strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("method", ["borderline_smote", "adasyn"])
+def test_neighbourhood_samplers_search_once_for_every_amount(
+    split_data, method, monkeypatch
+):
+    """Borderline SMOTE's and ADASYN's search of the frauds' neighbours among all
+    rows does not depend on the amount: the later amounts reuse it, and every
+    amount's rows are imbalanced-learn's own."""
+    from imblearn.over_sampling import ADASYN, BorderlineSMOTE
+    from sklearn.neighbors import NearestNeighbors
+
+    from pipeline.detect import RememberedNeighbors
+
+    X_tr, y_tr, *_ = split_data
+    config = load_config("default")
+    monkeypatch.setattr(
+        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
+    )
+    searches = []
+    original = NearestNeighbors.kneighbors
+
+    def counted(self, X=None, *args, **kwargs):
+        searches.append(None if X is None else len(X))
+        return original(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+    targets = amount_targets(y_tr, config.evaluation)
+    assert len(targets) > 1
+    per_amount = []
+    for target in targets:
+        before = len(searches)
+        ours = make_sampler(
+            method, config.evaluation, random_state=1, n_minority=target
+        )
+        theirs = (
+            BorderlineSMOTE(sampling_strategy={1: target}, random_state=1)
+            if method == "borderline_smote"
+            else ADASYN(sampling_strategy={1: target}, random_state=1)
+        )
+        got = ours.fit_resample(X_tr, y_tr)
+        mine = len(searches) - before
+        expected = theirs.fit_resample(X_tr, y_tr)
+        per_amount.append((mine, len(searches) - before - mine))
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    (first, plain), *later = per_amount
+    assert first == plain  # the first amount searches as imbalanced-learn does
+    for mine, plain in later:
+        assert mine < plain  # the search of every fraud among all rows is reused

@@ -85,10 +85,15 @@ def test_a_samplers_new_rows_are_drawn_at_the_share_and_weighted_back():
 
     detector.fit = spy
     fit_detection_pipeline(
-        pipe, X, y, X[:500], y[:500],
-        sample_weight=weight, synthetic_weight=1.0 / share,
+        pipe,
+        X,
+        y,
+        X[:500],
+        y[:500],
+        sample_weight=weight,
+        synthetic_weight=1.0 / share,
     )
-    added = seen["weight"][len(y):]
+    added = seen["weight"][len(y) :]
     assert len(added) == in_sample[-1] - n_fraud
     assert added == pytest.approx(1.0 / share)
     # The new rows stand for the population's amount.
