@@ -439,11 +439,22 @@ def stage_fidelity(
     gan_dir: str | Path | None,
 ) -> dict[str, Any]:
     """Fidelity of the split's synthetic fraud rows (GAN and SMOTE, same number of
-    rows) against the real test frauds, with the real-vs-real floor."""
+    rows) against the real test frauds, with the real-vs-real floor.
+
+    A diagnostic never costs the night: if it fails, the split's fidelity is
+    ``{"split", "failed": {"fidelity": reason}}`` and the run goes on."""
     from pipeline.memory import bounded_neighbour_search
 
-    with bounded_neighbour_search():
-        return _fidelity(inputs, config, sampler_seed=sampler_seed, gan_dir=gan_dir)
+    try:
+        with bounded_neighbour_search():
+            return _fidelity(inputs, config, sampler_seed=sampler_seed, gan_dir=gan_dir)
+    except Exception as exc:
+        if interrupts.stopped_by(exc):
+            raise
+        reason = one_line(exc)
+        logger.warning("split %d fidelity failed: %s", inputs.split, reason)
+        logger.debug("the failed fidelity's traceback", exc_info=True)
+        return {"split": inputs.split, "failed": {"fidelity": reason}}
 
 
 def _fidelity(
@@ -453,13 +464,19 @@ def _fidelity(
     sampler_seed: int,
     gan_dir: str | Path | None,
 ) -> dict[str, Any]:
-    from pipeline.detect import make_sampler
+    from pipeline.detect import amount_targets, make_sampler
     from pipeline.fidelity import compute_fidelity
 
     split = inputs.split
     data = inputs.load()
     transformer = data["transformer"]
     X, y = data["train"]["X"], data["train"]["y"]
+    # As many new rows as the samplers add at their largest amount, the shared
+    # ratio (of the rows a sampled fold stands for, drawn at its share: on a
+    # bank's fold the sample's own ratio can already exceed it).
+    n_rows = amount_targets(y, config.evaluation, data["train"]["weight"])[-1] - int(
+        y.sum()
+    )
     train_frauds = X[y == 1]
     # Out of time, frauds drift between periods: judged against the test window
     # the generators would be blamed for the drift, so rolling folds compare with
@@ -470,6 +487,7 @@ def _fidelity(
         "smote",
         config.evaluation,
         random_state=sampler_seed,
+        n_minority=int(y.sum()) + n_rows,
         categorical_features=transformer.categorical_features,
         n_features=X.shape[1],
     )
@@ -489,8 +507,6 @@ def _fidelity(
             )
 
     generate("smote", lambda: smote.fit_resample(X, y)[0][len(y) :])
-    # As many rows as SMOTE adds at the shared ratio (imbalanced-learn's count).
-    n_rows = int(config.evaluation.sampling_strategy * (y == 0).sum()) - int(y.sum())
     if gan_dir is not None:
         from pipeline.gan.storage import load_gan_once
 

@@ -98,6 +98,7 @@ def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
     the registry and the index go on; the method is marked failed with its
     one-line reason."""
     import pipeline.detect
+    import pipeline.fidelity
     from flows.fraud_flow import fraud_augmentation
 
     real = pipeline.detect.make_sampler
@@ -108,6 +109,11 @@ def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
         return real(method, *args, **kwargs)
 
     monkeypatch.setattr(pipeline.detect, "make_sampler", make_sampler)
+
+    def views(*args, **kwargs):  # what failed a 22M-row run's fidelity stage
+        raise ValueError("zero-size array to reduction operation maximum")
+
+    monkeypatch.setattr(pipeline.fidelity, "fidelity_views", views)
     reports = tmp_path / "reports"
     result = fraud_augmentation(
         data_path=str(sample_path),
@@ -136,6 +142,10 @@ def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
     assert "failed — left out of the comparison" in report
     # The fidelity stage's SMOTE rows failed the same way: said, not fatal.
     assert 'id="fidelity-failed"' in report and "smote" not in metrics["fidelity"]
+    # The whole fidelity stage failing is said too, and costs nothing else.
+    assert metrics["fidelity"]["failed"]["fidelity (split 0)"].startswith(
+        "ValueError: zero-size array"
+    )
     assert (reports / "index.html").is_file()
     from tests.helpers import mlflow_runs_named
 

@@ -187,6 +187,11 @@ def test_a_run_above_the_budget_samples_training_rows_and_scores_every_test_row(
     assert smote["n_added"] == pytest.approx(
         (ratio * train["legit_before"] - n_fraud) * train["share"], rel=0.02
     )
+    # The fidelity stage's new rows are the samplers' largest amount, drawn at
+    # the share (on a fold whose sample already holds the shared ratio of frauds
+    # the old count was negative and failed the run).
+    assert "failed" not in metrics["fidelity"]
+    assert {"smote", "real_train"} <= set(metrics["fidelity"])
     report = (run_dir / "report.html").read_text()
     assert 'id="sampling"' in report and "sampled" in report
     assert metrics["drift"]["features"]
