@@ -167,7 +167,8 @@ def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
             assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
             time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(120) == 143
+        # Its stderr on failure: once in CI it exited 1 (2026-12-05), unexplained.
+        assert proc.wait(120) == 143, err.read_text()[-4000:]
     lines = err.read_text().strip().splitlines()
     assert any(
         line.startswith("fraudaug: terminated; the run stopped") for line in lines
