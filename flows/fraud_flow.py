@@ -23,7 +23,7 @@ from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
 from pipeline.evaluate import failed_methods
 from pipeline.memory import ResourceMeter, limit_malloc_arenas, metered, metering
 from pipeline.schema import load_schema
-from pipeline.split_data import SplitInputs
+from pipeline.split_data import SplitInputs, forget_loaded
 
 FLOW_NAME = "fraud-augmentation"
 
@@ -473,6 +473,7 @@ def _augment(
         status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
         raise
     finally:
+        forget_loaded()  # the splits' rows its tasks shared
         tracking.finish_tracking(mlflow_run, status)
         # Released on failure too: the next run with the same data and config
         # resumes this folder (and its GAN checkpoints).

@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 
@@ -256,3 +258,121 @@ def test_neighbourhood_samplers_search_once_for_every_amount(
     assert first == plain  # the first amount searches as imbalanced-learn does
     for mine, plain in later:
         assert mine < plain  # the search of every fraud among all rows is reused
+
+
+def test_one_neighbour_search_serves_borderline_smote_and_adasyn(
+    split_data, monkeypatch
+):
+    """Borderline SMOTE searches every fraud's 11 neighbours among all rows;
+    ADASYN, on the same rows, takes its 6 from that answer instead of searching
+    again, and both give imbalanced-learn's rows."""
+    from imblearn.over_sampling import ADASYN, BorderlineSMOTE
+    from sklearn.neighbors import NearestNeighbors
+
+    from pipeline.detect import RememberedNeighbors
+
+    X_tr, y_tr, *_ = split_data
+    config = load_config("default")
+    monkeypatch.setattr(
+        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
+    )
+    searched = []
+    original = NearestNeighbors.kneighbors
+
+    def counted(self, X=None, n_neighbors=None, *args, **kwargs):
+        searched.append((getattr(self, "n_samples_fit_", None), n_neighbors))
+        return original(self, X, n_neighbors, *args, **kwargs)
+
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+    target = amount_targets(y_tr, config.evaluation)[0]
+    theirs = {
+        "borderline_smote": BorderlineSMOTE(
+            sampling_strategy={1: target}, random_state=1
+        ),
+        "adasyn": ADASYN(sampling_strategy={1: target}, random_state=1),
+    }
+    for method in ("borderline_smote", "adasyn"):
+        searched.clear()
+        ours = make_sampler(
+            method, config.evaluation, random_state=1, n_minority=target
+        )
+        got = ours.fit_resample(X_tr, y_tr)
+        among_all_rows = [k for n, k in searched if n == len(y_tr)]
+        expected = theirs[method].fit_resample(X_tr, y_tr)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+        # borderline SMOTE searches among all rows once; ADASYN never
+        assert among_all_rows == ([11] if method == "borderline_smote" else [])
+
+
+def test_remembered_neighbours_are_scikit_learns_even_with_ties(monkeypatch):
+    """A query for fewer neighbours is answered from a larger answer only where
+    no tie could make it differ from scikit-learn's own answer; with exact
+    duplicates among the rows it searches again, and the answer is the same."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from pipeline.detect import RememberedNeighbors
+
+    monkeypatch.setattr(
+        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
+    )
+    calls = []
+    original = NearestNeighbors.kneighbors
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    rng = np.random.default_rng(3)
+    distinct = rng.normal(size=(400, 5))
+    tied = np.vstack([distinct, distinct[:40]])  # 40 rows twice: distances of 0
+    for X, searches_again in ((distinct, False), (tied, True)):
+        query = X[::3]
+        wide = RememberedNeighbors(n_neighbors=11, search_neighbors=11).fit(X)
+        wide.kneighbors(query)
+        narrow = RememberedNeighbors(n_neighbors=6, search_neighbors=11).fit(X)
+        calls.clear()
+        monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+        got = narrow.kneighbors(query)
+        monkeypatch.setattr(NearestNeighbors, "kneighbors", original)
+        expected = NearestNeighbors(n_neighbors=6).fit(X).kneighbors(query)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(
+            narrow.kneighbors(query, return_distance=False), expected[1]
+        )
+        assert bool(calls) is searches_again
+
+
+def test_two_threads_asking_the_same_neighbours_search_once(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn.neighbors import NearestNeighbors
+
+    from pipeline.detect import RememberedNeighbors
+
+    monkeypatch.setattr(
+        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
+    )
+    calls = []
+    original = NearestNeighbors.kneighbors
+
+    def slow(self, *args, **kwargs):
+        calls.append(1)
+        time.sleep(0.3)  # the other thread asks while this one searches
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", slow)
+    X = np.random.default_rng(4).normal(size=(300, 4))
+
+    def ask(k):
+        return (
+            RememberedNeighbors(n_neighbors=k, search_neighbors=11)
+            .fit(X)
+            .kneighbors(X[:50])
+        )
+
+    with ThreadPoolExecutor(2) as pool:
+        wide, narrow = pool.map(ask, (11, 6))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(narrow[1], wide[1][:, :6])

@@ -297,3 +297,34 @@ def test_validate_with_the_schema_and_without(mixed_csv):
     assert f"expected the {len(KAGGLE.names)} columns of the kaggle schema" in (
         kaggle.stderr
     )
+
+
+def test_a_splits_tasks_share_one_read_only_copy_of_its_rows(mixed_run):
+    """The mixed run's split read as its tasks read it: once in a process, the
+    same arrays for every task, read-only, each task its own subset dicts; read
+    again when a file changes or after forget_loaded."""
+    from pipeline.split_data import SplitInputs, forget_loaded, load_split_data
+
+    run_dir = _run_dir(mixed_run)
+    (frame,) = Path(mixed_run["root"]).glob("cache/stages/ingest/*/table.parquet")
+    transformer = run_dir / "split-0" / "transformer.json"
+    inputs = SplitInputs(
+        str(frame), str(run_dir / "splits.parquet"), str(transformer), 0
+    )
+    forget_loaded()
+    first, second = inputs.load(), inputs.load()
+    fresh = load_split_data(inputs)
+    for subset in ("train", "validation", "test"):
+        assert first[subset]["X"] is second[subset]["X"]
+        np.testing.assert_array_equal(first[subset]["X"], fresh[subset]["X"])
+        np.testing.assert_array_equal(first[subset]["y"], fresh[subset]["y"])
+        with pytest.raises(ValueError, match="read-only"):
+            first[subset]["X"][0, 0] = 1.0
+    first["train"]["X"] = None  # a task's own dict: the next task's is whole
+    assert inputs.load()["train"]["X"] is second["train"]["X"]
+    transformer.write_text(transformer.read_text())  # a newer file: read again
+    assert inputs.load()["train"]["X"] is not second["train"]["X"]
+    again = inputs.load()["train"]["X"]
+    forget_loaded()
+    assert inputs.load()["train"]["X"] is not again
+    forget_loaded()
