@@ -9,7 +9,8 @@ machine's cores are shared). Per run: wall seconds, the process's peak resident
 memory (``os.wait4``), seconds per million rows, the training rows each fold
 kept (``sampling``), and where the time and memory went stage by stage (the
 run's ``metrics.json`` → ``resources``). Prints one JSON object and writes it to
-``benchmarks/results/scale-DATE.json``.
+``benchmarks/results/scale-DATE.json``, and the cost curve beside it as an SVG
+chart (``--chart-of FILE.json`` draws it again from a result).
 """
 
 from __future__ import annotations
@@ -90,6 +91,54 @@ def _run(data: Path, schema: Path, profile: str, out: Path, extra: list[str]) ->
     return result
 
 
+def chart(result: dict) -> str:
+    """The cost curve of a result: seconds per million rows and peak resident
+    memory against the table's rows, a line per profile (a standalone SVG)."""
+    from pipeline import charts
+
+    profiles = sorted({r["profile"] for r in result["runs"]})
+    colour = charts.colours(profiles)
+    done = [r for r in result["runs"] if r["exit_code"] in (0, 3)]
+
+    def series(value):
+        lines = []
+        for profile in profiles:
+            runs = sorted(
+                (r for r in done if r["profile"] == profile), key=lambda r: r["rows"]
+            )
+            lines.append({
+                "name": profile,
+                "x": [r["rows"] / 1e6 for r in runs],
+                "y": [value(r) for r in runs],
+                "colour": colour[profile],
+            })  # fmt: skip
+        return lines
+
+    when = result["measured_at"][:10]
+    cores = result["cpu_count"]
+    panels = (
+        (f"Minutes per million rows ({cores} cores, {when})", "minutes a million rows",
+         lambda r: r["seconds_per_million_rows"] / 60),
+        ("Peak resident memory of the run", "GiB", lambda r: r["peak_rss_mb"] / 1024),
+    )  # fmt: skip
+    sizes = sorted({r["rows"] / 1e6 for r in done})
+    drawn = []
+    for title, y_label, value in panels:
+        lines = series(value)
+        top = max((y for line in lines for y in line["y"]), default=1.0)
+        drawn.append(
+            charts.line_chart(
+                lines,
+                title=title,
+                x_label="rows of the table (millions)",
+                y_label=y_label,
+                y_range=(0.0, top * 1.15),
+                x_ticks=[(x, f"{x:.1f}") for x in sizes],
+            )
+        )
+    return charts.standalone(*drawn)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[350_000, 1_400_000])
@@ -101,7 +150,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--out", default=None, help="JSON file (default: results/scale-DATE.json)"
     )
+    parser.add_argument(
+        "--chart-of", default=None, help="draw the chart of this result JSON and stop"
+    )
     args = parser.parse_args(argv)
+    if args.chart_of:
+        result = json.loads(Path(args.chart_of).read_text())
+        _write_chart(result, Path(args.chart_of))
+        return result
     work = Path(args.work).absolute()
     work.mkdir(parents=True, exist_ok=True)
     extra = [x for item in args.set for x in ("--set", item)]
@@ -128,8 +184,14 @@ def main(argv: list[str] | None = None) -> dict:
         "cpu_count": len(os.sched_getaffinity(0)),
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    write_result(out, "scale", args.out)
+    _write_chart(out, write_result(out, "scale", args.out))
     return out
+
+
+def _write_chart(result: dict, json_path: Path) -> None:
+    svg = json_path.with_suffix(".svg")
+    svg.write_text(chart(result))
+    print(f"chart: {svg}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,43 @@ PALETTE = (
     "#17becf",
     "#7f7f7f",
 )
+
+
+CHART_CSS = Markup(
+    ".chart { background: #fff; } .chart .plot { fill: #fcfcfc; stroke: #bbb; } "
+    ".chart .grid { stroke: #eee; } .chart .tick { font-size: 10px; fill: #555; } "
+    ".chart .axis { font-size: 11px; fill: #333; } "
+    ".chart .legend { font-size: 11px; fill: #222; } "
+    ".chart .chart-title { font-size: 12px; font-weight: 600; } "
+    ".chart .diagonal { stroke: #aaa; stroke-dasharray: 4 4; } "
+    ".chart .reference { stroke: #444; stroke-dasharray: 3 3; } "
+    ".chart .marker { fill: #000; }"
+)
+"""The charts' style: the reports' stylesheet holds it, and :func:`standalone`."""
+
+
+def standalone(*charts: str) -> str:
+    """Charts side by side as one SVG file with its style inside (for a page
+    that is not a report, e.g. a README)."""
+    sizes = [
+        tuple(
+            float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', c).groups()
+        )
+        for c in charts
+    ]
+    width, height = sum(w for w, _ in sizes), max(h for _, h in sizes)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:g} {height:g}" '
+        f'width="{width:g}" height="{height:g}"><style>{CHART_CSS} '
+        "text { font-family: system-ui, -apple-system, sans-serif; }</style>"
+        f'<rect width="100%" height="100%" fill="#fff"/>'
+    ]
+    x = 0.0
+    for chart, (w, _) in zip(charts, sizes, strict=True):
+        parts.append(str(chart).replace("<svg ", f'<svg x="{x:g}" ', 1))
+        x += w
+    parts.append("</svg>\n")
+    return "".join(parts)
 
 
 def colours(names: Sequence[str]) -> dict[str, str]:

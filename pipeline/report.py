@@ -52,7 +52,7 @@ def _env() -> Environment:
     env.filters["signed"] = lambda v, d=4: "–" if v is None else f"{v:+.{d}f}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True)
     script, csp = _script()
-    env.globals.update(script=script, script_csp=csp)
+    env.globals.update(script=script, script_csp=csp, chart_css=charts.CHART_CSS)
     return env
 
 

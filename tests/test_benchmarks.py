@@ -163,3 +163,49 @@ def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
     # A second run measures nothing again: every job comes from the cache.
     again = gan_fidelity.main(args)
     assert again["runs"] == out["runs"]
+
+
+def test_the_cost_curve_is_drawn_from_a_scale_result(tmp_path):
+    """benchmarks.scale --chart-of draws a result's cost curve as one standalone
+    SVG (well-formed, its style inside): a line per profile through every run
+    that finished, the table sizes as ticks."""
+    import xml.etree.ElementTree as ET
+
+    from benchmarks import scale
+
+    def run(profile, rows, seconds, peak, code=0):
+        return {
+            "profile": profile, "rows": rows, "exit_code": code,
+            "seconds_per_million_rows": seconds, "peak_rss_mb": peak,
+        }  # fmt: skip
+
+    result = {
+        "runs": [
+            run("smoke", 1_400_000, 120.0, 3500),
+            run("smoke", 5_600_000, 80.0, 5100),
+            run("default", 1_400_000, 300.0, 3900),
+            run("default", 22_400_000, 150.0, 7000),
+            run("default", 5_600_000, 9.0, 9000, code=1),  # failed: not drawn
+        ],
+        "cpu_count": 2,
+        "measured_at": "2026-12-05T04:00:00+00:00",
+    }
+    path = tmp_path / "scale-x.json"
+    path.write_text(json.dumps(result))
+    scale.main(["--chart-of", str(path)])
+    svg = ET.parse(path.with_suffix(".svg")).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.find(f"{ns}style") is not None
+    charts = svg.findall(f"{ns}svg")
+    assert len(charts) == 2
+    for chart in charts:
+        lines = {p.get("data-series"): p for p in chart.iter(f"{ns}polyline")}
+        assert set(lines) == {"smoke", "default"}
+        assert len(json.loads(lines["default"].get("data-xy"))) == 2
+        ticks = {t.text for t in chart.iter(f"{ns}text") if t.get("class") == "tick"}
+        assert {"1.4", "5.6", "22.4"} <= ticks
+    minutes = json.loads(
+        next(p for p in charts[0].iter(f"{ns}polyline")
+             if p.get("data-series") == "default").get("data-xy")
+    )  # fmt: skip
+    assert minutes == [[1.4, 5.0], [22.4, 2.5]]
