@@ -138,12 +138,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _validate_partitions(args: argparse.Namespace, schema) -> int:
     """``validate`` on a folder or glob: every partition by the schema, one by one."""
     from pipeline.ingest import read_transactions
-    from pipeline.partitions import check_partition_labels, list_partitions
+    from pipeline.partitions import (
+        check_partition_labels,
+        list_partitions,
+        path_columns,
+    )
 
     root, files = list_partitions(args.path)
     summaries = []
     for file in files:
-        _, summary = read_transactions(file, schema, partition=True)
+        _, summary = read_transactions(
+            file, schema, partition=True, columns=path_columns(root, file, schema)
+        )
         summaries.append(
             {"path": file.relative_to(root).as_posix(), **summary.to_dict()}
         )

@@ -723,8 +723,20 @@ def label_values(raw: pd.DataFrame, label: str) -> list[str]:
     return sorted({canonical_label(v) for v in pd.unique(column)})
 
 
+def with_columns(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """``frame`` with each of ``columns`` it lacks added, its value on every row
+    (a partition's Hive keys, :func:`pipeline.partitions.path_columns`); a
+    column the file holds is the file's."""
+    missing = {k: v for k, v in columns.items() if k not in frame.columns}
+    return frame.assign(**missing) if missing else frame
+
+
 def read_transactions(
-    path: str | Path, schema: TableSchema = KAGGLE, *, partition: bool = False
+    path: str | Path,
+    schema: TableSchema = KAGGLE,
+    *,
+    partition: bool = False,
+    columns: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, DataSummary]:
     """Read, validate and summarise a transactions file.
 
@@ -736,6 +748,9 @@ def read_transactions(
     partition : bool, default False
         One partition of a source: one class is enough, and the summary's
         ``label_values`` lists the label's values for the source's own check.
+    columns : dict, optional
+        Columns the file may lack, with their value on every row (a partition's
+        Hive keys, :func:`pipeline.partitions.path_columns`).
 
     Returns
     -------
@@ -751,7 +766,7 @@ def read_transactions(
     """
     path = Path(path)
     kind = check_input_table(path)
-    raw = _read_raw(path, kind, schema)
+    raw = with_columns(_read_raw(path, kind, schema), columns or {})
     frame = validate_frame(raw, path, kind, schema=schema, one_class=partition)
     values = tuple(label_values(raw, schema.label.column)) if partition else None
     sha256 = file_sha256(path)

@@ -48,6 +48,21 @@ def _is_partition(relative: Path) -> bool:
     return relative.name.lower().endswith(PARTITION_SUFFIXES)
 
 
+def path_columns(root: Path, file: Path, schema: Any) -> dict[str, str]:
+    """The Hive keys of a partition's path (its ``key=value`` folders below
+    ``root``, as in ``date=2025-01-01/part-0.parquet``) that ``schema`` names:
+    the values of columns its file may leave out (as text; the schema's kind
+    converts them). Hive's escapes (``%2F``) are undone."""
+    from urllib.parse import unquote
+
+    keys = {}
+    for part in file.relative_to(root).parent.parts:
+        key, sep, value = part.partition("=")
+        if sep and key in schema.names:
+            keys[key] = unquote(value)
+    return keys
+
+
 def list_partitions(source: str | Path) -> tuple[Path, list[Path]]:
     """The folder a source's partitions are named relative to, and its partition
     files in order (by their path relative to that folder: daily names and
@@ -86,20 +101,24 @@ def source_sha256(partitions: list[dict[str, Any]]) -> str:
 
 
 def _read_raw_partitions(
-    files: list[Path], schema: Any
+    root: Path, files: list[Path], schema: Any
 ) -> tuple[pd.DataFrame, list[int]]:
     """The partitions as read (no conversion yet), one after another, each
-    one's columns checked against the schema, and each one's number of rows.
-    Parquet partitions are read through one ``pyarrow.dataset``; partitions of
-    other formats or column types are read one by one and put together."""
+    one's columns checked against the schema, and each one's number of rows;
+    the Hive keys of their paths that the schema names and the files lack are
+    columns (:func:`path_columns`). Parquet partitions are read through one
+    ``pyarrow.dataset``; partitions of other formats or column types are read
+    one by one and put together."""
+    import numpy as np
     import pandas as pd
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    from pipeline.ingest import _check_columns, _read_raw
+    from pipeline.ingest import _check_columns, _read_raw, with_columns
     from pipeline.paths import check_input_table
 
     kinds = [check_input_table(f) for f in files]
+    keys = [path_columns(root, f, schema) for f in files]
     if set(kinds) == {"parquet"}:
         try:
             dataset = ds.dataset([str(f) for f in files], format="parquet")
@@ -108,17 +127,23 @@ def _read_raw_partitions(
         except (pa.ArrowInvalid, OSError):
             found = None  # read one by one below: the error names the file
         if found is not None:
-            for file, each in zip(files, found, strict=True):
+            for file, each, key in zip(files, found, keys, strict=True):
                 if each is found[0] or each.names != found[0].names:
-                    _check_columns(file, pd.DataFrame(columns=each.names), schema)
-            if all(each.equals(found[0]) for each in found):
+                    read = with_columns(pd.DataFrame(columns=each.names), key)
+                    _check_columns(file, read, schema)
+            same_keys = {tuple(k) for k in keys} == {tuple(keys[0])}
+            if same_keys and all(each.equals(found[0]) for each in found):
                 # One scan, in the files' order; each file's rows from its footer.
                 frame = dataset.to_table().to_pandas()
                 sizes = [f.metadata.num_rows for f in fragments]
+                for key in keys[0]:
+                    if key not in frame.columns:
+                        values = np.array([k[key] for k in keys], dtype=object)
+                        frame[key] = np.repeat(values, sizes)
                 return frame, sizes
     frames = []
-    for file, kind in zip(files, kinds, strict=True):
-        frames.append(_read_raw(file, kind, schema))
+    for file, kind, key in zip(files, kinds, keys, strict=True):
+        frames.append(with_columns(_read_raw(file, kind, schema), key))
         _check_columns(file, frames[-1], schema)
     sizes = [len(f) for f in frames]
     return (
@@ -127,9 +152,11 @@ def _read_raw_partitions(
 
 
 def read_partitions(
-    files: list[Path], schema: Any, where: str
+    root: Path, files: list[Path], schema: Any, where: str
 ) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
-    """Read and validate partition files as one table (in the order given).
+    """Read and validate partition files of the folder ``root`` as one table (in
+    the order given), with the Hive keys of their paths that the schema names
+    (:func:`path_columns`).
 
     The rows are validated together, once; when they fail, each partition is
     validated on its own so that the error names its file and row. A partition
@@ -147,14 +174,16 @@ def read_partitions(
 
     from pipeline.ingest import label_values, read_transactions, validate_frame
 
-    raw, sizes = _read_raw_partitions(files, schema)
+    raw, sizes = _read_raw_partitions(root, files, schema)
     label = schema.label.column
     bounds = list(itertools.pairwise(np.cumsum([0, *sizes])))
     try:
         frame = validate_frame(raw, where, "parquet", schema=schema, one_class=True)
     except DataValidationError:
         for file in files:  # the error again, naming the partition and its row
-            read_transactions(file, schema, partition=True)
+            read_transactions(
+                file, schema, partition=True, columns=path_columns(root, file, schema)
+            )
         _check_label_values(
             files, [label_values(raw.iloc[a:b], label) for a, b in bounds], schema
         )

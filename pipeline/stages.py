@@ -195,7 +195,7 @@ def _ingest_partitions(
             ]
             frames.append(load_parquet(earlier["frame_path"]))
     new_files = files[len(known) :]
-    frame, stats = read_partitions(new_files, schema, str(source))
+    frame, stats = read_partitions(root, new_files, schema, str(source))
     frames.append(frame)
     for partition, found in zip(partitions, known + stats, strict=True):
         partition.update(found)

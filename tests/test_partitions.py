@@ -179,3 +179,48 @@ def test_changes_since_the_previous_run_on_the_same_source(tmp_path):
     )
     assert first["previous_run"] is None and first["new"] == ["d1", "d2", "d3"]
     assert changes_since_previous_run(tmp_path, {"path": "x.csv"}) is None
+
+
+@pytest.mark.parametrize("kinds", ["parquet", "parquet and csv"])
+def test_hive_keys_the_schema_names_become_columns(
+    daily, mixed_schema, tmp_path, kinds
+):
+    """Partitions written as Spark and Hive write them, ``date=YYYY-MM-DD/``
+    folders whose files leave the ``date`` column out: the schema names
+    ``date``, so each row gets its folder's value, and the table is the one
+    file's that holds the column (one pyarrow scan of Parquet partitions, or
+    file by file)."""
+    from pipeline.schema import TableSchema
+
+    _, first = daily
+    time = MIXED_COLUMNS["time"]
+    days = pd.to_datetime(first[time]).dt.strftime("%Y-%m-%d")
+    schema_dict = mixed_schema.to_dict()
+    schema_dict["columns"].insert(0, {"name": "date", "kind": "datetime"})
+    schema = TableSchema.from_dict(schema_dict)
+    root = tmp_path / "hive"
+    if kinds == "parquet":
+        for day, rows in first.groupby(days.to_numpy()):
+            (root / f"date={day}").mkdir(parents=True)
+            rows.to_parquet(root / f"date={day}" / "part-0.parquet", index=False)
+    else:
+        write_daily_partitions(first, root, time)
+    got = stage_ingest(root, tmp_path / "cache", schema)
+    one_file = tmp_path / "one.parquet"
+    first.assign(date=days).to_parquet(one_file, index=False)
+    if kinds != "parquet":  # ids read from CSV partitions are text
+        one_file = tmp_path / "one.csv"
+        first.assign(date=days).to_csv(one_file, index=False)
+    single = stage_ingest(one_file, tmp_path / "cache", schema)
+    table = load_parquet(got["frame_path"])
+    pd.testing.assert_frame_equal(table, load_parquet(single["frame_path"]))
+    assert (table["date"].dt.strftime("%Y-%m-%d") == days.to_numpy()).all()
+    schema_file = tmp_path / "schema.json"
+    save_json(schema_file, schema.to_dict())
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline", "validate", str(root),
+         "--schema", str(schema_file), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["rows"] == len(first)
