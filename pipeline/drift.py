@@ -22,6 +22,10 @@ THRESHOLD = 0.25
 """A feature whose PSI passes this is named in the report's headline area."""
 MODERATE = 0.1
 EPSILON = 1e-4
+UNSEEN_SHARE = 0.01
+"""A categorical column whose validation or test rows hold more than this share
+of categories its training rows never had is named in the report's headline
+area."""
 
 
 def _shares(codes: np.ndarray, n_bins: int) -> np.ndarray:
@@ -90,3 +94,42 @@ def feature_drift(
         "features": rows,
         "flagged": [r["feature"] for r in rows if r["level"] == "significant"],
     }
+
+
+def unseen_categories(
+    subsets: dict[str, tuple[dict[str, np.ndarray], int, np.ndarray | None]],
+) -> dict[str, Any]:
+    """The rows of each subset whose category in a column its training rows
+    never had (they all share one "unseen" code in the model).
+
+    ``subsets``: per subset (validation, test), the per-column masks of
+    :meth:`pipeline.preprocess.TabularTransformer.unseen`, its number of rows
+    and their weights (``None``: each row is one; sampled rows count the rows
+    they stand for).
+
+    Returns
+    -------
+    dict
+        ``share_threshold`` (:data:`UNSEEN_SHARE`), per subset its ``rows`` and
+        per column ``rows`` and ``share`` (every categorical column, largest
+        share first), and ``flagged``: the columns above the threshold in any
+        subset.
+    """
+    out: dict[str, Any] = {"share_threshold": UNSEEN_SHARE, "subsets": {}}
+    flagged: list[str] = []
+    for subset, (masks, n, weight) in subsets.items():
+        w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+        total = float(w.sum())
+        columns = []
+        for column, mask in masks.items():
+            rows = float(w[mask].sum())
+            share = rows / total if total else 0.0
+            columns.append(
+                {"column": column, "rows": int(round(rows)), "share": round(share, 6)}
+            )
+            if share > UNSEEN_SHARE and column not in flagged:
+                flagged.append(column)
+        columns.sort(key=lambda c: c["share"], reverse=True)
+        out["subsets"][subset] = {"rows": int(round(total)), "columns": columns}
+    out["flagged"] = flagged
+    return out

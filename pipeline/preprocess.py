@@ -454,6 +454,14 @@ class TabularTransformer:
         """Model-space positions of the categorical columns (codes 0..K-1)."""
         return [i for i, f in enumerate(self.features_) if f["kind"] == "categorical"]
 
+    def unseen(self, Z: np.ndarray) -> dict[str, np.ndarray]:
+        """Per categorical feature, which rows of model-space ``Z`` hold a
+        category the training rows never had (the "unseen" code)."""
+        return {
+            self.features_[j]["name"]: Z[:, j] == len(self.features_[j]["categories"])
+            for j in self.categorical_features
+        }
+
     @property
     def integer_features(self) -> list[int]:
         return [i for i, f in enumerate(self.features_) if f["kind"] == "integer"]

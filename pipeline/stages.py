@@ -1005,8 +1005,9 @@ def load_predictions(
 def stage_drift(inputs: SplitInputs) -> dict[str, Any]:
     """Population stability index of every feature between a split's training
     rows and its test rows (out of time, split 0: the newest fold's training
-    window and test window); see :mod:`pipeline.drift`."""
-    from pipeline.drift import feature_drift
+    window and test window), and the validation and test rows whose category
+    the training rows never had (``unseen``); see :mod:`pipeline.drift`."""
+    from pipeline.drift import feature_drift, unseen_categories
 
     data = inputs.load()
     transformer = data["transformer"]
@@ -1027,6 +1028,19 @@ def stage_drift(inputs: SplitInputs) -> dict[str, Any]:
     )
     if len(keep) < len(transformer.feature_names):
         drift["left_out"] = [transformer.schema.time]
+    drift["unseen"] = unseen_categories(
+        {
+            s: (transformer.unseen(data[s]["X"]), len(data[s]["y"]), data[s]["weight"])
+            for s in ("validation", "test")
+        }
+    )
+    if drift["unseen"]["flagged"]:
+        logger.warning(
+            "unseen categories: %s hold more than %.0f%% of validation or test rows "
+            "whose category the training rows never had",
+            ", ".join(drift["unseen"]["flagged"]),
+            100 * drift["unseen"]["share_threshold"],
+        )
     if drift["flagged"]:
         logger.warning(
             "drift: %s moved beyond PSI %.2f between the training and the test rows",

@@ -46,3 +46,51 @@ def test_feature_drift_ranks_and_flags():
     kinds = {f["feature"]: (f["kind"], f["level"]) for f in out["features"]}
     assert kinds["channel"] == ("categorical", "stable")
     assert kinds["still"][1] == "stable"
+
+
+def test_unseen_categories_count_rows_and_the_rows_they_stand_for():
+    from pipeline.drift import UNSEEN_SHARE, unseen_categories
+
+    masks = {
+        "channel": np.array([True, False, False, False]),
+        "merchant": np.zeros(4, dtype=bool),
+    }
+    got = unseen_categories(
+        {
+            "validation": (masks, 4, np.array([1.0, 9.0, 9.0, 1.0])),  # sampled
+            "test": (masks, 4, None),
+        }
+    )
+    assert got["share_threshold"] == UNSEEN_SHARE
+    validation, test = got["subsets"]["validation"], got["subsets"]["test"]
+    assert validation["rows"] == 20 and test["rows"] == 4
+    assert validation["columns"][0] == {"column": "channel", "rows": 1, "share": 0.05}
+    assert test["columns"] == [
+        {"column": "channel", "rows": 1, "share": 0.25},
+        {"column": "merchant", "rows": 0, "share": 0.0},
+    ]
+    assert got["flagged"] == ["channel"]
+    empty = unseen_categories({"test": ({}, 7, None)})  # no categorical column
+    assert empty["subsets"]["test"] == {"rows": 7, "columns": []}
+    assert empty["flagged"] == []
+
+
+def test_the_transformer_marks_categories_its_training_rows_never_had(mixed_frame):
+    from pipeline.preprocess import TabularTransformer
+    from pipeline.schema import detect_schema
+    from tests.conftest import MIXED_COLUMNS
+
+    schema, _ = detect_schema(
+        mixed_frame,
+        label=MIXED_COLUMNS["label"],
+        time=MIXED_COLUMNS["time"],
+        entity=MIXED_COLUMNS["entity"],
+    )
+    web = mixed_frame["channel"] == mixed_frame["channel"].iloc[0]
+    transformer = TabularTransformer(schema).fit(mixed_frame[~web])
+    unseen = transformer.unseen(transformer.transform(mixed_frame))
+    np.testing.assert_array_equal(unseen["channel"], web.to_numpy())
+    assert not unseen["merchant_category"].any()
+    assert set(unseen) == {
+        transformer.feature_names[j] for j in transformer.categorical_features
+    }

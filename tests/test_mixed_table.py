@@ -68,6 +68,18 @@ def test_drift_between_the_training_window_and_the_newest_test_window(mixed_run)
     html = (run_dir / "report.html").read_text()
     assert 'id="drift-table"' in html and "Population stability index" in html
     assert ('id="drift-alert"' in html) == bool(drift["flagged"])
+    # Every categorical column's validation and test rows whose category the
+    # training rows never had, counted (the fold's windows all hold them here).
+    unseen = drift["unseen"]
+    assert set(unseen["subsets"]) == {"validation", "test"}
+    categorical = {
+        f["feature"] for f in drift["features"] if f["kind"] == "categorical"
+    }
+    for subset in unseen["subsets"].values():
+        assert {c["column"] for c in subset["columns"]} == categorical
+        assert all(0 <= c["rows"] <= subset["rows"] for c in subset["columns"])
+    assert 'id="unseen-table"' in html
+    assert ('id="unseen-alert"' in html) == bool(unseen["flagged"])
 
 
 def test_precision_top_k_is_the_runs_primary_metric(mixed_run, mixed_frame):

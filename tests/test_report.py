@@ -250,3 +250,36 @@ def test_out_of_time_figures_beside_the_random_split_run():
     assert "20251231T000000Z-random" in html
     assert "<td>smote</td><td>0.8300</td><td>0.8800</td><td>-0.050</td>" in table
     assert random_split_reference(None) is None
+
+
+def test_unseen_categories_in_the_drift_section_and_the_headline():
+    import numpy as np
+
+    from pipeline.drift import feature_drift, unseen_categories
+
+    rng = np.random.default_rng(0)
+    metrics = _metrics()
+    metrics["drift"] = feature_drift(
+        rng.integers(0, 3, (200, 1)).astype(float),
+        rng.integers(0, 3, (100, 1)).astype(float),
+        ["channel"],
+        [0],
+    )
+    calm = {"channel": np.zeros(100, dtype=bool)}
+    metrics["drift"]["unseen"] = unseen_categories(
+        {"validation": (calm, 100, None), "test": (calm, 100, None)}
+    )
+    html = render_report(metrics, CURVES)
+    assert 'id="unseen-table"' in html and 'id="unseen-alert"' not in html
+    new = {"channel": np.arange(100) < 7}  # 7 % of the test rows
+    metrics["drift"]["unseen"] = unseen_categories(
+        {"validation": (calm, 100, None), "test": (new, 100, None)}
+    )
+    html = render_report(metrics, CURVES)
+    headline = html[html.index('id="unseen-alert"') :]
+    assert '<span class="mono">channel</span>, more than 1 %' in headline
+    table = html[html.index('id="unseen-table"') :]
+    assert '<td class="warning">7 (7.00 %)</td>' in table
+    assert "<td>0 (0.00 %)</td>" in table
+    metrics["drift"]["unseen"] = unseen_categories({"test": ({}, 100, None)})
+    assert "No categorical column" in render_report(metrics, CURVES)
