@@ -33,6 +33,34 @@ def split_data(model_space):
     return X[tr], y[tr], X[va], y[va], X[te], y[te]
 
 
+@pytest.fixture
+def searches(monkeypatch):
+    """RememberedNeighbors with nothing remembered, and every neighbour search
+    scikit-learn makes counted: ``(rows searched among, neighbours asked)``;
+    ``searches.delay`` seconds are slept in each (for threads asking at once)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from pipeline.detect import RememberedNeighbors
+
+    monkeypatch.setattr(
+        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
+    )
+    calls = SearchLog()
+    original = NearestNeighbors.kneighbors
+
+    def counted(self, X=None, n_neighbors=None, *args, **kwargs):
+        calls.append((getattr(self, "n_samples_fit_", None), n_neighbors))
+        time.sleep(calls.delay)
+        return original(self, X, n_neighbors, *args, **kwargs)
+
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+    return calls
+
+
+class SearchLog(list):
+    delay = 0.0
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_fits_and_scores_real_rows_only(split_data, method):
     X_tr, y_tr, X_va, y_va, X_te, y_te = split_data
@@ -212,29 +240,15 @@ def test_smotenc_on_the_frauds_alone_gives_imbalanced_learns_rows_exactly(
 
 @pytest.mark.parametrize("method", ["borderline_smote", "adasyn"])
 def test_neighbourhood_samplers_search_once_for_every_amount(
-    split_data, method, monkeypatch
+    split_data, method, searches
 ):
     """Borderline SMOTE's and ADASYN's search of the frauds' neighbours among all
     rows does not depend on the amount: the later amounts reuse it, and every
     amount's rows are imbalanced-learn's own."""
     from imblearn.over_sampling import ADASYN, BorderlineSMOTE
-    from sklearn.neighbors import NearestNeighbors
-
-    from pipeline.detect import RememberedNeighbors
 
     X_tr, y_tr, *_ = split_data
     config = load_config("default")
-    monkeypatch.setattr(
-        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
-    )
-    searches = []
-    original = NearestNeighbors.kneighbors
-
-    def counted(self, X=None, *args, **kwargs):
-        searches.append(None if X is None else len(X))
-        return original(self, X, *args, **kwargs)
-
-    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
     targets = amount_targets(y_tr, config.evaluation)
     assert len(targets) > 1
     per_amount = []
@@ -260,30 +274,14 @@ def test_neighbourhood_samplers_search_once_for_every_amount(
         assert mine < plain  # the search of every fraud among all rows is reused
 
 
-def test_one_neighbour_search_serves_borderline_smote_and_adasyn(
-    split_data, monkeypatch
-):
+def test_one_neighbour_search_serves_borderline_smote_and_adasyn(split_data, searches):
     """Borderline SMOTE searches every fraud's 11 neighbours among all rows;
     ADASYN, on the same rows, takes its 6 from that answer instead of searching
     again, and both give imbalanced-learn's rows."""
     from imblearn.over_sampling import ADASYN, BorderlineSMOTE
-    from sklearn.neighbors import NearestNeighbors
-
-    from pipeline.detect import RememberedNeighbors
 
     X_tr, y_tr, *_ = split_data
     config = load_config("default")
-    monkeypatch.setattr(
-        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
-    )
-    searched = []
-    original = NearestNeighbors.kneighbors
-
-    def counted(self, X=None, n_neighbors=None, *args, **kwargs):
-        searched.append((getattr(self, "n_samples_fit_", None), n_neighbors))
-        return original(self, X, n_neighbors, *args, **kwargs)
-
-    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
     target = amount_targets(y_tr, config.evaluation)[0]
     theirs = {
         "borderline_smote": BorderlineSMOTE(
@@ -292,12 +290,12 @@ def test_one_neighbour_search_serves_borderline_smote_and_adasyn(
         "adasyn": ADASYN(sampling_strategy={1: target}, random_state=1),
     }
     for method in ("borderline_smote", "adasyn"):
-        searched.clear()
+        searches.clear()
         ours = make_sampler(
             method, config.evaluation, random_state=1, n_minority=target
         )
         got = ours.fit_resample(X_tr, y_tr)
-        among_all_rows = [k for n, k in searched if n == len(y_tr)]
+        among_all_rows = [k for n, k in searches if n == len(y_tr)]
         expected = theirs[method].fit_resample(X_tr, y_tr)
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
@@ -305,23 +303,13 @@ def test_one_neighbour_search_serves_borderline_smote_and_adasyn(
         assert among_all_rows == ([11] if method == "borderline_smote" else [])
 
 
-def test_remembered_neighbours_are_scikit_learns_even_with_ties(monkeypatch):
+def test_remembered_neighbours_are_scikit_learns_even_with_ties(searches):
     """A query for fewer neighbours is answered from a larger answer only where
     no tie could make it differ from scikit-learn's own answer; with exact
     duplicates among the rows it searches again, and the answer is the same."""
     from sklearn.neighbors import NearestNeighbors
 
     from pipeline.detect import RememberedNeighbors
-
-    monkeypatch.setattr(
-        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
-    )
-    calls = []
-    original = NearestNeighbors.kneighbors
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
 
     rng = np.random.default_rng(3)
     distinct = rng.normal(size=(400, 5))
@@ -331,38 +319,24 @@ def test_remembered_neighbours_are_scikit_learns_even_with_ties(monkeypatch):
         wide = RememberedNeighbors(n_neighbors=11, search_neighbors=11).fit(X)
         wide.kneighbors(query)
         narrow = RememberedNeighbors(n_neighbors=6, search_neighbors=11).fit(X)
-        calls.clear()
-        monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+        searches.clear()
         got = narrow.kneighbors(query)
-        monkeypatch.setattr(NearestNeighbors, "kneighbors", original)
+        searched = bool(searches)
         expected = NearestNeighbors(n_neighbors=6).fit(X).kneighbors(query)
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(
             narrow.kneighbors(query, return_distance=False), expected[1]
         )
-        assert bool(calls) is searches_again
+        assert searched is searches_again
 
 
-def test_two_threads_asking_the_same_neighbours_search_once(monkeypatch):
+def test_two_threads_asking_the_same_neighbours_search_once(searches):
     from concurrent.futures import ThreadPoolExecutor
-
-    from sklearn.neighbors import NearestNeighbors
 
     from pipeline.detect import RememberedNeighbors
 
-    monkeypatch.setattr(
-        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
-    )
-    calls = []
-    original = NearestNeighbors.kneighbors
-
-    def slow(self, *args, **kwargs):
-        calls.append(1)
-        time.sleep(0.3)  # the other thread asks while this one searches
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(NearestNeighbors, "kneighbors", slow)
+    searches.delay = 0.3  # the other thread asks while this one searches
     X = np.random.default_rng(4).normal(size=(300, 4))
 
     def ask(k):
@@ -374,5 +348,5 @@ def test_two_threads_asking_the_same_neighbours_search_once(monkeypatch):
 
     with ThreadPoolExecutor(2) as pool:
         wide, narrow = pool.map(ask, (11, 6))
-    assert len(calls) == 1
+    assert len(searches) == 1
     np.testing.assert_array_equal(narrow[1], wide[1][:, :6])

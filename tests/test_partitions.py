@@ -142,16 +142,21 @@ def test_an_empty_folder_or_glob_is_one_line(tmp_path):
 
 def test_validate_a_folder(daily, mixed_schema, tmp_path):
     root, first = daily
+    out = _validate(root, mixed_schema, tmp_path)
+    assert out["rows"] == len(first) and len(out["partitions"]) == 10
+
+
+def _validate(root, schema, tmp_path) -> dict:
+    """``fraudaug validate ROOT --schema ... --json``, which must succeed."""
     schema_file = tmp_path / "schema.json"
-    save_json(schema_file, mixed_schema.to_dict())
+    save_json(schema_file, schema.to_dict())
     proc = subprocess.run(
         [sys.executable, "-m", "pipeline", "validate", str(root),
          "--schema", str(schema_file), "--json"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert out["rows"] == len(first) and len(out["partitions"]) == 10
+    return json.loads(proc.stdout)
 
 
 def test_changes_since_the_previous_run_on_the_same_source(tmp_path):
@@ -215,12 +220,4 @@ def test_hive_keys_the_schema_names_become_columns(
     table = load_parquet(got["frame_path"])
     pd.testing.assert_frame_equal(table, load_parquet(single["frame_path"]))
     assert (table["date"].dt.strftime("%Y-%m-%d") == days.to_numpy()).all()
-    schema_file = tmp_path / "schema.json"
-    save_json(schema_file, schema.to_dict())
-    proc = subprocess.run(
-        [sys.executable, "-m", "pipeline", "validate", str(root),
-         "--schema", str(schema_file), "--json"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["rows"] == len(first)
+    assert _validate(root, schema, tmp_path)["rows"] == len(first)
