@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 from sklearn.model_selection import StratifiedKFold, cross_val_score
-from sklearn.neighbors import NearestNeighbors
 from xgboost import XGBClassifier
+
+from pipeline.neighbours import RememberedNeighbors
 
 FIDELITY_METRICS = (
     "c2st_auc",
@@ -216,12 +217,18 @@ def distance_to_closest_record(
 ) -> tuple[np.ndarray, float]:
     """Each synthetic row's distance to its nearest real training row, and the
     median nearest-neighbour distance among the real training rows themselves
-    (see :func:`_distance_space` for categorical columns)."""
+    (see :func:`_distance_space` for categorical columns).
+
+    A split's sources (SMOTE, the GAN, the real training frauds as the floor)
+    are judged against the same real rows: the search of the real rows among
+    themselves is made once (:class:`~pipeline.neighbours.RememberedNeighbors`;
+    90,596 frauds among themselves, four times a split, on a bank's fold), and
+    the real rows' own distance to their nearest record is its first column."""
     categorical = list(categorical)
     levels = {j: np.union1d(synthetic[:, j], train_real[:, j]) for j in categorical}
     train_real = _distance_space(train_real, categorical, levels)
     synthetic = _distance_space(synthetic, categorical, levels)
-    nn = NearestNeighbors(n_neighbors=2).fit(train_real)
+    nn = RememberedNeighbors(n_neighbors=2).fit(train_real)
     dcr = nn.kneighbors(synthetic, n_neighbors=1)[0][:, 0]
     # Column 0 is each real row itself (distance 0); column 1 its nearest other row.
     real_nn = nn.kneighbors(train_real, n_neighbors=2)[0][:, 1]

@@ -40,7 +40,7 @@ def searches(monkeypatch):
     ``searches.delay`` seconds are slept in each (for threads asking at once)."""
     from sklearn.neighbors import NearestNeighbors
 
-    from pipeline.detect import RememberedNeighbors
+    from pipeline.neighbours import RememberedNeighbors
 
     monkeypatch.setattr(
         RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
@@ -309,7 +309,7 @@ def test_remembered_neighbours_are_scikit_learns_even_with_ties(searches):
     duplicates among the rows it searches again, and the answer is the same."""
     from sklearn.neighbors import NearestNeighbors
 
-    from pipeline.detect import RememberedNeighbors
+    from pipeline.neighbours import RememberedNeighbors
 
     rng = np.random.default_rng(3)
     distinct = rng.normal(size=(400, 5))
@@ -334,7 +334,7 @@ def test_remembered_neighbours_are_scikit_learns_even_with_ties(searches):
 def test_two_threads_asking_the_same_neighbours_search_once(searches):
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.detect import RememberedNeighbors
+    from pipeline.neighbours import RememberedNeighbors
 
     searches.delay = 0.3  # the other thread asks while this one searches
     X = np.random.default_rng(4).normal(size=(300, 4))

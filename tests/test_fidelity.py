@@ -127,3 +127,43 @@ def test_mixed_columns_are_judged_by_their_kind(mixed_frame, mixed_schema):
     assert set(views["histograms"]["channel"]["categories"]) <= set(
         mixed_frame["channel"]
     )
+
+
+def test_a_splits_sources_search_the_real_rows_among_themselves_once(monkeypatch):
+    """SMOTE's rows, the GAN's and the real training frauds (the floor) are each
+    judged against the same real rows: the real rows are searched among
+    themselves once, and every distance is scikit-learn's."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from pipeline.fidelity import distance_to_closest_record
+    from pipeline.neighbours import RememberedNeighbors
+
+    monkeypatch.setattr(
+        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
+    )
+    rng = np.random.default_rng(5)
+    real = rng.normal(size=(300, 4))
+    sources = {
+        "smote": rng.normal(size=(120, 4)),
+        "cwgan_gp": rng.normal(size=(120, 4)),
+        "real_train": real,
+    }
+    searched = []
+    original = NearestNeighbors.kneighbors
+
+    def counted(self, X=None, n_neighbors=None, *args, **kwargs):
+        searched.append(len(X))
+        return original(self, X, n_neighbors, *args, **kwargs)
+
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+    got = {
+        name: distance_to_closest_record(rows, real) for name, rows in sources.items()
+    }
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", original)
+    assert searched == [120, 300, 120]  # the floor's own search is the first answer
+    plain = NearestNeighbors(n_neighbors=2).fit(real)
+    real_nn = float(np.median(plain.kneighbors(real)[0][:, 1]))
+    for name, rows in sources.items():
+        dcr, median = got[name]
+        np.testing.assert_array_equal(dcr, plain.kneighbors(rows, 1)[0][:, 0])
+        assert median == real_nn

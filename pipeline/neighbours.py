@@ -1,0 +1,138 @@
+"""Neighbour searches that remember their answers (:class:`RememberedNeighbors`):
+the samplers' and the fidelity metrics' searches of the same rows, asked again
+within a run, are answered from memory instead of searched again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from scipy import sparse
+from sklearn.neighbors import NearestNeighbors
+
+
+class RememberedNeighbors(NearestNeighbors):
+    """scikit-learn's ``NearestNeighbors`` whose answers are remembered: a query
+    asked again of the same rows (by their bytes) is answered from memory, and a
+    query for fewer neighbours from a larger answer where that is provably
+    scikit-learn's own.
+
+    Borderline SMOTE's "in danger" search and ADASYN's density search (every
+    fraud's neighbours among all training rows) do not depend on the amount of
+    new rows, but each amount's sampler searches again: on a 500,000-row sampled
+    fold with 90,596 frauds that search is 80 s, the whole cost of the sampler.
+    With ``search_neighbors`` a search asks at least that many neighbours, so one
+    search serves both samplers (borderline SMOTE's 11, ADASYN's ``k + 1``): a
+    query for ``k`` is answered from an answer of more neighbours only when each
+    row's first ``k + 1`` distances strictly increase, since no tie can then swap
+    a row in or out of the first ``k`` or reorder them and scikit-learn's
+    distances do not depend on ``k``; otherwise it searches for ``k`` itself. Two
+    threads asking about the same rows at once search once. The last
+    :attr:`KEEP` answers are kept (process-wide, a few tens of MB each).
+
+    Parameters
+    ----------
+    search_neighbors : int, optional
+        The fewest neighbours a search asks for (at most the fitted rows).
+    Others as in :class:`~sklearn.neighbors.NearestNeighbors`.
+    """
+
+    KEEP = 4
+    _answers: OrderedDict = OrderedDict()
+    _searching: dict = {}
+    _lock = threading.Lock()
+
+    def __init__(
+        self,
+        *,
+        n_neighbors=5,
+        search_neighbors=None,
+        radius=1.0,
+        algorithm="auto",
+        leaf_size=30,
+        metric="minkowski",
+        p=2,
+        metric_params=None,
+        n_jobs=None,
+    ):
+        super().__init__(
+            n_neighbors=n_neighbors,
+            radius=radius,
+            algorithm=algorithm,
+            leaf_size=leaf_size,
+            metric=metric,
+            p=p,
+            metric_params=metric_params,
+            n_jobs=n_jobs,
+        )
+        self.search_neighbors = search_neighbors
+
+    def fit(self, X, y=None):
+        self.fitted_digest_ = _digest(X)
+        return super().fit(X, y)
+
+    def kneighbors(self, X=None, n_neighbors=None, return_distance=True):
+        if X is None:  # the fitted rows, each without itself: not remembered
+            return super().kneighbors(X, n_neighbors, return_distance)
+        k = n_neighbors or self.n_neighbors
+        params = self.get_params()
+        del params["n_neighbors"], params["search_neighbors"]
+        rows = (self.fitted_digest_, _digest(X), json.dumps(params, default=str))
+        with self._lock:
+            searching = self._searching.setdefault(rows, threading.Lock())
+        with searching:
+            dist, ind = self._remembered(rows, k) or self._search(rows, X, k)
+        return (dist.copy(), ind.copy()) if return_distance else ind.copy()
+
+    def _remembered(self, rows, k):
+        """The answer for ``k`` from memory, or ``None``."""
+        with self._lock:
+            for key in sorted(k_ for r, k_ in self._answers if r == rows and k_ >= k):
+                self._answers.move_to_end((rows, key))
+                found = _first_neighbours(self._answers[(rows, key)], k)
+                if found is not None:
+                    return found
+        return None
+
+    def _search(self, rows, X, k):
+        with self._lock:
+            known = any(r == rows for r, _ in self._answers)
+        n = k
+        if self.search_neighbors and not known:  # else a wide answer was tied
+            n = max(k, min(self.search_neighbors, self.n_samples_fit_))
+        answer = self._remember(rows, n, super().kneighbors(X, n))
+        found = _first_neighbours(answer, k)
+        if found is None:  # ties within the first k + 1: scikit-learn's own for k
+            found = self._remember(rows, k, super().kneighbors(X, k))
+        return found
+
+    def _remember(self, rows, k, answer):
+        with self._lock:
+            self._answers[(rows, k)] = answer
+            while len(self._answers) > self.KEEP:
+                (gone, _), _ = self._answers.popitem(last=False)
+                if all(r != gone for r, _ in self._answers):
+                    self._searching.pop(gone, None)
+        return answer
+
+
+def _first_neighbours(answer, k):
+    """The first ``k`` columns of a ``(distances, indices)`` answer where they are
+    the answer for ``k`` (see :class:`RememberedNeighbors`), else ``None``."""
+    dist, ind = answer
+    if dist.shape[1] == k:
+        return answer
+    head = dist[:, : k + 1]
+    if dist.shape[1] < k or not np.all(head[:, 1:] > head[:, :-1]):
+        return None
+    return dist[:, :k], ind[:, :k]
+
+
+def _digest(X) -> str:
+    X = X.toarray() if sparse.issparse(X) else np.ascontiguousarray(X)
+    digest = hashlib.blake2b(str((X.shape, X.dtype.str)).encode(), digest_size=20)
+    digest.update(X.data)
+    return digest.hexdigest()
