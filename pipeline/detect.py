@@ -599,7 +599,6 @@ def fit_detector_on_workers(
 
 
 def _fit_key(detector: XGBClassifier, *arrays) -> str:
-
     digest = hashlib.sha256(
         json.dumps(detector.get_params(), sort_keys=True, default=str).encode()
     )

@@ -81,7 +81,7 @@ class _Loaded:
 
     def get(self, inputs: SplitInputs, train_features: bool) -> dict[str, Any]:
         files = (inputs.frame_path, inputs.splits_path, inputs.transformer_path)
-        stamps = tuple((os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files)
+        stamps = tuple((s.st_size, s.st_mtime_ns) for s in map(os.stat, files))
         key = (inputs, train_features, stamps)
         with self._lock:
             reading = self._reading.setdefault(key, threading.Lock())
