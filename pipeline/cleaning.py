@@ -5,10 +5,12 @@ imbalanced-learn's :class:`~imblearn.under_sampling.TomekLinks` and
 *every* row; on the Kaggle training rows that brute-force search dominated the
 whole comparison. Both rules only ever act on rows
 whose neighbourhood holds another class, and on this data fewer than 1 % of rows are
-in that situation. The subclasses below find those rows with a cheap, exact bound and
-run imbalanced-learn's own rule on them alone; every other row provably keeps a
-neighbourhood of its own class and is kept, exactly as the parent class would keep it
-(the speed-up is measured in ``benchmarks/``).
+in that situation. Edited nearest neighbours finds those rows with a cheap, exact
+bound and runs imbalanced-learn's own rule on them alone; every other row provably
+keeps a neighbourhood of its own class and is kept, exactly as the parent class would
+keep it (the speed-up is measured in ``benchmarks/``). Tomek links need less: a link
+has a row outside the largest class, so those rows and the rows they reach are
+searched (:class:`FastTomekLinks`).
 
 The bound: for a row ``x`` of class ``c`` let ``d_other`` be its distance to the
 nearest row of another class, and ``rho`` its ``k``-th smallest distance to a random
@@ -166,7 +168,8 @@ def _clean_in_blocks(clean, X, y, block_rows, random_state) -> np.ndarray:
 
 class FastTomekLinks(TomekLinks):
     """:class:`~imblearn.under_sampling.TomekLinks` that queries neighbours only for
-    rows that can be in a link (see the module docstring); same result. Above
+    rows that can be in a link: the rows outside the largest class and the rows
+    of the largest class that are their nearest neighbours; same result. Above
     ``block_rows`` rows, each random block is cleaned on its own.
 
     Dense input only; sparse input falls back to the parent's full search.
@@ -195,15 +198,25 @@ class FastTomekLinks(TomekLinks):
         )
 
     def _keep(self, X, y):
-        # Both members of a link have their nearest neighbour in another class, so
-        # both are among the candidates of their class.
-        candidates = mixed_neighbourhood_rows(
-            X, y, np.unique(y), 1, random_state=self.random_state, n_jobs=self.n_jobs
-        )
-        nns = np.arange(len(y))  # a pure row's neighbour has its class: never a link
-        if len(candidates):
-            nn = NearestNeighbors(n_neighbors=2, n_jobs=self.n_jobs).fit(X)
-            nns[candidates] = nn.kneighbors(X[candidates], return_distance=False)[:, 1]
+        # A link joins two rows of different classes that are each other's
+        # nearest neighbour, so one of them is outside the largest class: the
+        # nearest neighbours of the other classes' rows, then of the largest
+        # class's rows that are one of those neighbours, decide every link. On a
+        # bank's sampled fold (509,000 rows, 18 % frauds, three blocks) that is a
+        # fifth of the rows: 31 s instead of 88 s for the bounded search of every
+        # row (mixed_neighbourhood_rows), the same links.
+        classes, counts = np.unique(y, return_counts=True)
+        nns = np.arange(len(y))  # a row not searched is in no link: itself
+        if len(classes) < 2:
+            return np.ones(len(y), dtype=bool)
+        largest = classes[np.argmax(counts)]
+        nn = NearestNeighbors(n_neighbors=2, n_jobs=self.n_jobs).fit(X)
+        rows = np.flatnonzero(y != largest)
+        nns[rows] = nn.kneighbors(X[rows], return_distance=False)[:, 1]
+        reached = np.unique(nns[rows])
+        reached = reached[y[reached] == largest]
+        if len(reached):
+            nns[reached] = nn.kneighbors(X[reached], return_distance=False)[:, 1]
         return np.logical_not(self.is_tomek(y, nns, self.sampling_strategy_))
 
 

@@ -149,3 +149,30 @@ def test_above_block_rows_each_block_is_cleaned_by_imblearns_rule(smote_rows):
             expected[reference.sample_indices_] = True
             np.testing.assert_array_equal(kept[rows], expected)
         assert not kept.all()  # something was cleaned
+
+
+def test_tomek_links_search_only_the_smaller_classes_and_their_neighbours(
+    smote_rows, monkeypatch
+):
+    """Every link has a row outside the largest class: only those rows and the
+    largest class's rows they reach are searched, and the links are
+    imbalanced-learn's."""
+    from sklearn.neighbors import NearestNeighbors
+
+    X, y = smote_rows
+    asked = []
+    original = NearestNeighbors.kneighbors
+
+    def counted(self, X=None, *args, **kwargs):
+        asked.append(len(X))
+        return original(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", counted)
+    fast = FastTomekLinks(sampling_strategy="all")
+    fast.fit_resample(X, y)
+    monkeypatch.setattr(NearestNeighbors, "kneighbors", original)
+    assert sum(asked) <= 2 * int((y == 1).sum())
+    reference = TomekLinks(sampling_strategy="all")
+    reference.fit_resample(X, y)
+    np.testing.assert_array_equal(fast.sample_indices_, reference.sample_indices_)
+    assert len(fast.sample_indices_) < len(y)

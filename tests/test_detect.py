@@ -350,3 +350,78 @@ def test_two_threads_asking_the_same_neighbours_search_once(searches):
         wide, narrow = pool.map(ask, (11, 6))
     assert len(searches) == 1
     np.testing.assert_array_equal(narrow[1], wide[1][:, :6])
+
+
+@pytest.fixture
+def resamples(monkeypatch):
+    """SMOTE's remembered new rows forgotten, and every SMOTE resample counted."""
+    from imblearn.over_sampling import SMOTE
+
+    from pipeline.neighbours import _NewRows
+
+    monkeypatch.setattr(_NewRows, "answers", type(_NewRows.answers)())
+    calls = []
+    original = SMOTE._fit_resample
+
+    def counted(self, X, y):
+        calls.append(len(y))
+        return original(self, X, y)
+
+    monkeypatch.setattr(SMOTE, "_fit_resample", counted)
+    return calls
+
+
+def test_smote_tomek_and_enn_reuse_smotes_rows_at_the_same_amount(
+    split_data, resamples
+):
+    """SMOTE, SMOTE-Tomek and SMOTE-ENN at one amount and seed resample once, and
+    each gets exactly the rows imbalanced-learn's own SMOTE makes; another amount
+    or seed resamples again."""
+    from imblearn.combine import SMOTEENN, SMOTETomek
+    from imblearn.over_sampling import SMOTE
+
+    X, y = split_data[0], split_data[1]
+    config = load_config("default").evaluation
+    n = int(4 * y.sum())
+
+    def rows(method, n_minority, seed=7):
+        sampler = make_sampler(method, config, random_state=seed, n_minority=n_minority)
+        return sampler.fit_resample(X, y)
+
+    smote = rows("smote", n)
+    assert len(resamples) == 1
+    tomek, enn = rows("smote_tomek", n), rows("smote_enn", n)
+    assert len(resamples) == 1  # both from memory
+    plain = SMOTE(
+        sampling_strategy={1: n}, k_neighbors=config.smote_k_neighbors, random_state=7
+    )
+    for got, expected in zip(smote, plain.fit_resample(X, y), strict=True):
+        np.testing.assert_array_equal(got, expected)
+    for combined, got in ((SMOTETomek, tomek), (SMOTEENN, enn)):
+        theirs = combined(smote=clone_of(plain), random_state=7).fit_resample(X, y)
+        for a, b in zip(got, theirs, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert len(enn[1]) < len(smote[1])  # cleaning acted: not a vacuous comparison
+    calls = len(resamples)
+    rows("smote", n + 10)
+    rows("smote", n, seed=8)
+    assert len(resamples) == calls + 2
+
+
+def test_a_sampler_drawing_from_a_random_state_object_is_never_remembered(
+    split_data, resamples
+):
+    from pipeline.detect import RememberedSMOTE
+
+    X, y = split_data[0], split_data[1]
+    rng = np.random.RandomState(0)
+    a = RememberedSMOTE(sampling_strategy=0.5, random_state=rng).fit_resample(X, y)
+    b = RememberedSMOTE(sampling_strategy=0.5, random_state=rng).fit_resample(X, y)
+    assert len(resamples) == 2
+    assert not np.array_equal(a[0], b[0])
+
+
+def clone_of(estimator):
+    from sklearn.base import clone
+
+    return clone(estimator)
