@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run as prefect_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.alerts import emit_run_events
 from pipeline import interrupts, layout, partitions, runs, stages, tracking
 from pipeline.artifacts import git_commit
 from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
@@ -95,6 +96,9 @@ choose_fits = task(name="choose-amounts", cache_policy=NO_CACHE)(
 )
 drift = task(name="drift", cache_policy=NO_CACHE)(metered("drift")(stages.stage_drift))
 build_metrics = task(name="metrics", cache_policy=NO_CACHE)(stages.stage_metrics)
+monitor_only = task(name="monitor-only", cache_policy=NO_CACHE)(
+    metered("monitor-only")(stages.stage_monitor_only)
+)
 registry_decision = task(name="registry", cache_policy=NO_CACHE)(
     metered("registry")(stages.stage_registry)
 )
@@ -222,6 +226,7 @@ def fraud_augmentation(
     overrides: dict[str, Any] | None = None,
     tracking_uri: str | None = None,
     schema_path: str | None = None,
+    retrain_unchanged: bool = False,
 ) -> dict:
     """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report -> registry.
 
@@ -237,6 +242,9 @@ def fraud_augmentation(
     else ``sqlite:///mlflow.db`` in the working folder); see ``pipeline.tracking``.
     Where the run's time and memory went, stage by stage, is in ``metrics.json``
     -> ``resources`` (:class:`pipeline.memory.ResourceMeter`).
+    A partitioned source with no new or changed partition since the previous
+    run is a night with nothing new: the champion is monitored on the newest
+    data, nothing retrains (``retrain_unchanged`` retrains anyway).
     """
     limit_malloc_arenas()  # before the task workers start (see pipeline.memory)
     with metering(ResourceMeter()) as meter:
@@ -249,6 +257,7 @@ def fraud_augmentation(
             overrides=overrides,
             tracking_uri=tracking_uri,
             schema_path=schema_path,
+            retrain_unchanged=retrain_unchanged,
         )
 
 
@@ -262,6 +271,7 @@ def _augment(
     overrides: dict[str, Any] | None,
     tracking_uri: str | None,
     schema_path: str | None,
+    retrain_unchanged: bool = False,
 ) -> dict:
     """The flow's body (:func:`fraud_augmentation`), under its meter."""
     logger = get_run_logger()
@@ -297,6 +307,16 @@ def _augment(
     if changes is not None:
         data["changes"] = changes
         logger.info("source %s: %s", data["path"], changes["line"])
+        if partitions.nothing_new(changes) and not retrain_unchanged:
+            return _nothing_new(
+                data=data,
+                config=config,
+                table=table,
+                reports_dir=reports_dir,
+                tracking_uri=tracking_uri,
+                started_at=started_at,
+                started_monotonic=started_monotonic,
+            )
     run = start_run(reports_dir, data["sha256"], config, table.fingerprint())
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
     if run["resumed"]:
@@ -309,20 +329,8 @@ def _augment(
             run_name=run_id,
             config=config.model_dump(mode="json"),
             tags={
-                "fraudaug.run_id": run_id,
-                "fraudaug.run_dir": str(run_dir.absolute()),
-                "fraudaug.profile": config.profile,
-                "fraudaug.seed": config.seed,
-                "fraudaug.data.path": data["path"],
-                "fraudaug.data.sha256": data["sha256"],
-                "fraudaug.data.rows": data["rows"],
-                "fraudaug.data.frauds": data["frauds"],
-                "fraudaug.data.demo": data["demo"],
-                "fraudaug.schema": table.name,
-                "fraudaug.schema.sha256": table.fingerprint(),
+                **_run_tags(run_id, run_dir, config, data, table),
                 "fraudaug.resumed": run["resumed"],
-                "prefect.flow_run_id": prefect_flow_run.get_id(),
-                "mlflow.source.git.commit": git_commit(),
             },
         )
         _check_dask_workers(
@@ -344,15 +352,7 @@ def _augment(
         monitoring = None
         if config.registry.enabled:
             # The champion on the newest labelled rows, before anything trains.
-            monitoring = monitor_champion(
-                tracking_uri,
-                data["frame_path"],
-                prepared["splits_path"],
-                data["sha256"],
-                config,
-                table,
-                prepared.get("folds"),
-            )
+            monitoring = _monitor(tracking_uri, data, prepared, config, table)
         methods = config.evaluation.methods
         inputs = [
             SplitInputs(
@@ -468,6 +468,11 @@ def _augment(
             mlflow_run=mlflow_run,
         )
         publish(str(run_dir), written["report"])
+        # What the run found, as Prefect events (`fraudaug alerts` notifies on them).
+        emitted = emit_run_events(
+            metrics, report=Path(written["report"]).resolve().as_uri()
+        )
+        logger.info("events: %s", ", ".join(emitted))
         status = "FINISHED"
     except BaseException as exc:  # FAILED, or KILLED: Ctrl-C, SIGTERM, a cancel
         status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
@@ -478,14 +483,7 @@ def _augment(
         # Released on failure too: the next run with the same data and config
         # resumes this folder (and its GAN checkpoints).
         runs.release_lock(run_dir)
-    apply_retention(
-        reports_dir,
-        keep_runs=config.retention.keep_runs,
-        cache_dir=config.data.cache_dir,
-        cache_days=config.retention.cache_days,
-        tracking_uri=tracking_uri,
-        keep={run_id},
-    )
+    _retain(reports_dir, config, tracking_uri, run_id)
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])
@@ -501,6 +499,140 @@ def _augment(
         **written,
         "status": metrics["status"],
         "failed_methods": failed,
+        "events": emitted,
+    }
+
+
+def _run_tags(
+    run_id: str, run_dir: str | Path, config: PipelineConfig, data: dict, table
+) -> dict[str, Any]:
+    """The tags every MLflow run of the flow carries."""
+    return {
+        "fraudaug.run_id": run_id,
+        "fraudaug.run_dir": str(Path(run_dir).absolute()),
+        "fraudaug.profile": config.profile,
+        "fraudaug.seed": config.seed,
+        "fraudaug.data.path": data["path"],
+        "fraudaug.data.sha256": data["sha256"],
+        "fraudaug.data.rows": data["rows"],
+        "fraudaug.data.frauds": data["frauds"],
+        "fraudaug.data.demo": data["demo"],
+        "fraudaug.schema": table.name,
+        "fraudaug.schema.sha256": table.fingerprint(),
+        "prefect.flow_run_id": prefect_flow_run.get_id(),
+        "mlflow.source.git.commit": git_commit(),
+    }
+
+
+def _monitor(
+    tracking_uri: str, data: dict, prepared: dict, config: PipelineConfig, table
+) -> dict[str, Any]:
+    """The champion on the newest labelled rows, before anything trains."""
+    return monitor_champion(
+        tracking_uri,
+        data["frame_path"],
+        prepared["splits_path"],
+        data["sha256"],
+        config,
+        table,
+        prepared.get("folds"),
+    )
+
+
+def _retain(
+    reports_dir: str, config: PipelineConfig, tracking_uri: str, run_id: str
+) -> None:
+    """The retention rule after a run, keeping this run."""
+    apply_retention(
+        reports_dir,
+        keep_runs=config.retention.keep_runs,
+        cache_dir=config.data.cache_dir,
+        cache_days=config.retention.cache_days,
+        tracking_uri=tracking_uri,
+        keep={run_id},
+    )
+
+
+def _nothing_new(
+    *,
+    data: dict[str, Any],
+    config: PipelineConfig,
+    table,
+    reports_dir: str,
+    tracking_uri: str,
+    started_at: str,
+    started_monotonic: float,
+) -> dict:
+    """A night with nothing new on the source: the champion on the newest data
+    (the splits are the previous run's, from the cache), a run folder with its
+    metrics and a one-page report, the index, the events; nothing retrains."""
+    logger = get_run_logger()
+    logger.info(
+        "nothing new since run %s: monitoring the champion, not retraining "
+        "(retrain_unchanged retrains anyway)",
+        data["changes"]["previous_run"],
+    )
+    # Its own run key: a night that monitors never resumes a training run's folder.
+    key = table.fingerprint() + ":monitor"
+    run = start_run(reports_dir, data["sha256"], config, key)
+    run_id, run_dir = run["run_id"], run["run_dir"]
+    mlflow_run = None
+    status = "FAILED"
+    try:
+        mlflow_run = tracking.start_tracking(
+            tracking_uri,
+            run_name=run_id,
+            config=config.model_dump(mode="json"),
+            tags={
+                **_run_tags(run_id, run_dir, config, data, table),
+                "fraudaug.kind": "monitor",
+                "fraudaug.previous_run": data["changes"]["previous_run"],
+            },
+        )
+        monitoring = None
+        if config.registry.enabled:
+            seeds = run_seeds(config.seed, config.split.n_splits)
+            prepared = preprocess(
+                data["frame_path"],
+                run_dir,
+                config,
+                seeds["split"],
+                config.data.cache_dir,
+                table,
+            )
+            monitoring = _monitor(tracking_uri, data, prepared, config, table)
+        metrics = monitor_only(
+            run_id=run_id,
+            run_dir=run_dir,
+            reports_dir=reports_dir,
+            data=data,
+            config=config,
+            schema=table,
+            monitoring=monitoring,
+            started_at=started_at,
+            started_monotonic=started_monotonic,
+            mlflow_run=mlflow_run,
+        )
+        report_path = Path(run_dir) / layout.REPORT_FILE
+        emitted = emit_run_events(metrics, report=report_path.resolve().as_uri())
+        logger.info("events: %s", ", ".join(emitted))
+        status = "FINISHED"
+    except BaseException as exc:
+        status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
+        raise
+    finally:
+        forget_loaded()
+        tracking.finish_tracking(mlflow_run, status)
+        runs.release_lock(run_dir)
+    _retain(reports_dir, config, tracking_uri, run_id)
+    logger.info("report: %s", report_path)
+    return {
+        "run_id": run_id,
+        "run_dir": run_dir,
+        "report": str(report_path),
+        "status": metrics["status"],
+        "failed_methods": {},
+        "events": emitted,
     }
 
 

@@ -38,7 +38,8 @@ CHART_CSS = Markup(
     ".chart .chart-title { font-size: 12px; font-weight: 600; } "
     ".chart .diagonal { stroke: #aaa; stroke-dasharray: 4 4; } "
     ".chart .reference { stroke: #444; stroke-dasharray: 3 3; } "
-    ".chart .marker { fill: #000; }"
+    ".chart .marker { fill: #000; } "
+    ".chart .alert-mark { fill: #d62728; fill-opacity: .22; }"
 )
 """The charts' style: the reports' stylesheet holds it, and :func:`standalone`."""
 
@@ -123,10 +124,15 @@ def line_chart(
     diagonal: bool = False,
     x_ticks: Sequence[tuple[float, str]] | None = None,
     legend: bool = True,
+    marks: Sequence[tuple[float, str]] = (),
+    level: tuple[float, str] | None = None,
 ) -> Markup:
     """Lines; each series is ``{"name", "x", "y", "colour"}`` (optional ``"dash"``).
 
     ``x_ticks`` replaces the numeric x ticks with labelled ones (e.g. dates).
+    ``marks``: ``(x, why)`` drawn as a red band across the plot at ``x`` (an
+    alert; ``why`` on hover). ``level``: ``(y, name)`` a dashed horizontal line
+    (a threshold), kept inside the y range.
     """
     left, right, top, bottom = 56, 16, 28, 44
     pw, ph = width - left - right, height - top - bottom
@@ -135,6 +141,8 @@ def line_chart(
     height += 15 * legend_rows + (6 if legend_rows else 0)
     xs = [v for s in series for v in s["x"] if _finite(v)]
     ys = [v for s in series for v in s["y"] if _finite(v)]
+    if level is not None:
+        ys.append(level[0])
     x0, x1 = x_range or ((min(xs), max(xs)) if xs else (0.0, 1.0))
     y0, y1 = y_range or ((min(ys), max(ys)) if ys else (0.0, 1.0))
     if x1 == x0:
@@ -178,6 +186,17 @@ def line_chart(
         parts.append(
             f'<line x1="{px(x0):.1f}" y1="{py(y0):.1f}" x2="{px(x1):.1f}" '
             f'y2="{py(y1):.1f}" class="diagonal"/>'
+        )
+    for mx, why in marks:
+        parts.append(
+            f'<rect x="{px(mx) - 3:.1f}" y="{top}" width="6" height="{ph}" '
+            f'class="alert-mark"><title>{escape(why)}</title></rect>'
+        )
+    if level is not None:
+        parts.append(
+            f'<line x1="{left}" y1="{py(level[0]):.1f}" x2="{left + pw}" '
+            f'y2="{py(level[0]):.1f}" class="reference"><title>'
+            f"{escape(level[1])}</title></line>"
         )
     for s in series:
         pairs = [

@@ -287,6 +287,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         overrides=overrides,
         tracking_uri=tracking_uri,
         schema_path=args.schema,
+        retrain_unchanged=args.retrain_unchanged,
     )
     print(result["report"])
     if result.get("status") == "completed_with_failures":
@@ -362,6 +363,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             "reports_dir": args.reports,
             "schema_path": args.schema,
             **({"overrides": overrides} if overrides else {}),
+            **({"retrain_unchanged": True} if args.retrain_unchanged else {}),
         },
         task_runner=args.task_runner,
         dask_address=args.dask_address,
@@ -441,6 +443,47 @@ def _cmd_retention(args: argparse.Namespace) -> int:
         f"{'y' if len(result['cache_entries']) == 1 else 'ies'}: "
         f"{result['bytes'] / 2**20:.1f} MB; kept {len(result['kept_runs'])} run(s)"
     )
+    return 0
+
+
+def _cmd_alerts(args: argparse.Namespace) -> int:
+    from pipeline.alerts import NOTIFIABLE
+
+    if args.action == "events":
+        for kind in NOTIFIABLE:
+            default = "alert" if kind.alert else "on request"
+            print(f"{kind.name:30}  {default:10}  {kind.when}")
+        return 0
+    if args.action == "setup" and bool(args.webhook) == bool(args.block):
+        raise ConfigError("alerts setup: give --webhook URL or --block TYPE/NAME")
+    for key, value in PREFECT_ENV.items():
+        os.environ.setdefault(key, value)
+    from flows import alerts
+    from flows.fraud_flow import FLOW_NAME
+
+    chosen = alerts.kinds(args.on) if args.action == "setup" else []
+    url = alerts.check_server()
+    if args.action == "list":
+        found = alerts.automations()
+        for automation in found:
+            print(alerts.describe(automation))
+        if not found:
+            print(f"no fraudaug automations on {url}")
+        return 0
+    if args.action == "remove":
+        removed = alerts.remove()
+        print(f"removed {len(removed)} automation(s) from {url}")
+        for name in removed:
+            print(f"  {name}")
+        return 0
+    block_id = (
+        alerts.webhook_block(args.webhook, args.block_name)
+        if args.webhook
+        else alerts.named_block(args.block)
+    )
+    for line in alerts.set_up(block_id, chosen, FLOW_NAME):
+        print(line)
+    print(f"{len(chosen)} automation(s) on {url} notify through block {block_id}")
     return 0
 
 
@@ -563,6 +606,15 @@ def _schema_arg(p: argparse.ArgumentParser) -> None:
         default=BUILT_IN,
         help=f"the table's schema file (from `fraudaug schema`); default: {BUILT_IN}, "
         "the built-in Kaggle schema",
+    )
+
+
+def _retrain_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--retrain-unchanged",
+        action="store_true",
+        help="retrain even when a partitioned source has nothing new since the "
+        "previous run (by default such a night only monitors the champion)",
     )
 
 
@@ -689,6 +741,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECTION.KEY=VALUE",
         help="override a config value, e.g. --set gan.steps=500 (repeatable)",
     )
+    _retrain_arg(p)
     _runner_args(p)
     _tracking_arg(p)
     p.set_defaults(func=_cmd_run)
@@ -715,6 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECTION.KEY=VALUE",
         help="override a config value for every run (repeatable)",
     )
+    _retrain_arg(p)
     _runner_args(p)
     _tracking_arg(p)
     p.set_defaults(func=_cmd_serve)
@@ -775,6 +829,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _tracking_arg(p)
     p.set_defaults(func=_cmd_retention)
+
+    p = sub.add_parser(
+        "alerts",
+        help="set up, list or remove the Prefect automations that notify on a "
+        "run's events (degraded champion, drift, no new data, a failed run …)",
+    )
+    p.add_argument(
+        "action",
+        choices=["setup", "list", "remove", "events"],
+        help="setup: create or update the automations (again: no change); list; "
+        "remove; events: the events a run emits",
+    )
+    p.add_argument("--webhook", help="setup: post notifications to this URL")
+    p.add_argument(
+        "--block",
+        metavar="TYPE/NAME",
+        help="setup: notify through this Prefect notification block instead "
+        "(e.g. slack-webhook/fraud-team)",
+    )
+    p.add_argument(
+        "--block-name",
+        default="fraudaug-alerts",
+        help="setup: the name of the block --webhook saves (default fraudaug-alerts)",
+    )
+    p.add_argument(
+        "--on",
+        action="append",
+        metavar="EVENT",
+        help="setup: an event to notify on (repeatable; `fraudaug alerts events` "
+        "lists them; 'failed' for a failed run); default: every alert",
+    )
+    p.set_defaults(func=_cmd_alerts)
 
     p = sub.add_parser("score", help="score transactions with the champion model")
     p.add_argument("--in", dest="input", required=True, help=".csv(.gz) or .parquet")

@@ -274,6 +274,16 @@ def compare_with_previous(
     }
 
 
+def nothing_new(changes: dict[str, Any] | None) -> bool:
+    """No partition is new or changed since an earlier run on the source (one
+    removed is not new data): a nightly run then monitors and does not retrain."""
+    return bool(
+        changes
+        and changes.get("previous_run")
+        and not (changes.get("new") or changes.get("changed"))
+    )
+
+
 def describe_changes(changes: dict[str, Any], total: int) -> str:
     """One line for the log and the report."""
     if changes["previous_run"] is None:

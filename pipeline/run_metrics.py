@@ -46,6 +46,53 @@ def sampling_summary(
     }
 
 
+MONITOR_KIND = "monitor"
+"""``metrics.json`` -> ``kind`` of a night with nothing new: the champion was
+monitored and nothing retrained (:func:`build_monitor_metrics`)."""
+
+
+def build_monitor_metrics(
+    *,
+    run: dict[str, Any],
+    data: dict[str, Any],
+    config: PipelineConfig,
+    schema: TableSchema,
+    monitoring: dict[str, Any] | None,
+    environment: dict[str, Any],
+) -> dict[str, Any]:
+    """The ``metrics.json`` of a night whose source has nothing new since the
+    previous run (``data["changes"]``): the same run fields as
+    :func:`build_metrics`, ``kind`` :data:`MONITOR_KIND`, ``status``
+    ``no_new_data``, the champion's ``monitoring``, and no methods or results."""
+    previous = data["changes"]["previous_run"]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run["run_id"],
+        "kind": MONITOR_KIND,
+        "started_at": run["started_at"],
+        "finished_at": run["finished_at"],
+        "duration_seconds": run["duration_seconds"],
+        "status": "no_new_data",
+        "failures": [],
+        "profile": config.profile,
+        "seed": config.seed,
+        "data": {k: v for k, v in data.items() if k != "frame_path"},
+        "schema": schema.to_dict(),
+        "methods": [],
+        "n_splits": 0,
+        "primary_metric": config.evaluation.primary_metric,
+        "results": [],
+        "summary": [],
+        "comparison": {
+            "headline": f"No new data since run {previous}: the champion was "
+            "monitored, nothing was retrained."
+        },
+        "monitoring": monitoring,
+        "config": config.model_dump(mode="json"),
+        "environment": environment,
+    }
+
+
 def build_metrics(
     *,
     run: dict[str, Any],
@@ -123,7 +170,8 @@ def is_random_split_of(
     """``run`` (a ``metrics.json``) is a random-split run of the same data read by
     the same schema."""
     return (
-        run.get("data", {}).get("sha256") == data_sha256
+        run.get("kind") != MONITOR_KIND
+        and run.get("data", {}).get("sha256") == data_sha256
         and run.get("config", {}).get("split", {}).get("mode") == "stratified"
         and run.get("schema") == schema
     )

@@ -1151,6 +1151,58 @@ def stage_metrics(
     )
 
 
+def stage_monitor_only(
+    *,
+    run_id: str,
+    run_dir: str | Path,
+    reports_dir: str | Path,
+    data: dict[str, Any],
+    config: PipelineConfig,
+    schema: TableSchema,
+    monitoring: dict[str, Any] | None,
+    started_at: str,
+    started_monotonic: float,
+    mlflow_run: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A night with nothing new (:func:`pipeline.partitions.nothing_new`): write
+    its ``metrics.json`` (:func:`pipeline.run_metrics.build_monitor_metrics`) and
+    a one-page ``report.html``, log both and the champion's figures to its MLflow
+    run, refresh ``reports/index.html`` (``reports/latest`` stays on the last
+    trained run). Returns the metrics."""
+    from pipeline.report import render_monitor_page
+    from pipeline.run_metrics import build_monitor_metrics
+
+    run_dir = Path(run_dir)
+    metrics = build_monitor_metrics(
+        run={
+            "run_id": run_id,
+            "started_at": started_at,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "duration_seconds": round(time.perf_counter() - started_monotonic, 1),
+        },
+        data=data,
+        config=config,
+        schema=schema,
+        monitoring=monitoring,
+        environment={
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "git_commit": git_commit(),
+        },
+    )
+    if mlflow_run is not None:
+        metrics["tracking"] = dict(mlflow_run)
+    save_text(run_dir / layout.REPORT_FILE, render_monitor_page(metrics))
+    save_json(run_dir / layout.METRICS_FILE, metrics)  # last: the run is finished
+    if mlflow_run is not None:
+        from pipeline.tracking import log_results
+
+        files = (layout.REPORT_FILE, layout.METRICS_FILE)
+        log_results(mlflow_run, metrics, {}, [run_dir / n for n in files])
+    write_index(reports_dir)
+    return metrics
+
+
 def stage_registry(
     *,
     run_id: str,

@@ -152,7 +152,7 @@ def mixed_run(harness, mixed_partitions, mixed_csv, mixed_schema, tmp_path_facto
         tracking_uri=uri,
         schema_path=str(mixed_csv.parent / "schema.json"),
     )
-    return {**result, "tracking_uri": uri, "root": root}
+    return {**result, "tracking_uri": uri, "root": root, "overrides": overrides}
 
 
 @pytest.fixture(scope="session")
@@ -191,16 +191,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _wait(ready, process, what: str, log: Path) -> None:
+    import time
+
+    deadline = time.monotonic() + 120
+    while not ready():
+        if time.monotonic() > deadline or process.poll() is not None:
+            pytest.fail(f"{what}: " + log.read_text()[-3000:])
+        time.sleep(1)
+
+
 @contextlib.contextmanager
-def prefect_serving(root: Path, *serve_args: str):
-    """A real ``prefect server start`` on a free loopback port and ``fraudaug serve
-    SERVE_ARGS`` run in ``root`` against it, as a team runs them (logs in
-    ``root/logs``); yields the environment that points a client at the server.
-    On exit, waits for a run still finishing, then stops both."""
+def prefect_server(root: Path):
+    """A real ``prefect server start`` on a free loopback port (logs in
+    ``root/logs``); yields the environment that points a client or a
+    ``fraudaug`` command at it. Stopped on exit."""
     import signal
     import subprocess
     import sys
-    import time
     import urllib.request
 
     port = free_port()
@@ -216,14 +224,6 @@ def prefect_serving(root: Path, *serve_args: str):
     }
     logs = root / "logs"
     logs.mkdir(exist_ok=True)
-    bin_dir = Path(sys.executable).parent
-
-    def wait(ready, process, what: str, log: str) -> None:
-        deadline = time.monotonic() + 120
-        while not ready():
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(f"{what}: " + (logs / log).read_text()[-3000:])
-            time.sleep(1)
 
     def healthy() -> bool:
         try:
@@ -232,54 +232,74 @@ def prefect_serving(root: Path, *serve_args: str):
         except OSError:
             return False
 
-    def children(pid: int) -> list[str]:
-        found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
-        return found.stdout.split()
-
     server = subprocess.Popen(
-        [str(bin_dir / "prefect"), "server", "start",
+        [str(Path(sys.executable).parent / "prefect"), "server", "start",
          "--host", "127.0.0.1", "--port", str(port)],
         env=env,
         stdout=open(logs / "server.log", "w"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
-    serve = None
     try:
-        wait(healthy, server, "prefect server did not start", "server.log")
-        serve = subprocess.Popen(
-            [str(bin_dir / "fraudaug"), "serve", *serve_args],
-            cwd=root,
-            env=env,
-            stdout=open(logs / "serve.log", "w"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        inspect = [str(bin_dir / "prefect"), "deployment", "inspect"]
-        wait(
-            lambda: (
-                subprocess.run(
-                    [*inspect, "fraud-augmentation/on-demand"],
-                    env=env,
-                    capture_output=True,
-                ).returncode
-                == 0
-            ),
-            serve,
-            "deployments did not appear",
-            "serve.log",
-        )
+        _wait(healthy, server, "prefect server did not start", logs / "server.log")
         yield env
     finally:
-        if serve is not None:
-            # A run's subprocess still finishing would be flipped to Cancelled.
-            deadline = time.monotonic() + 60
-            while children(serve.pid) and time.monotonic() < deadline:
-                time.sleep(0.5)
-            os.killpg(serve.pid, signal.SIGTERM)
-            serve.wait(30)
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
+
+
+@contextlib.contextmanager
+def prefect_serving(root: Path, *serve_args: str):
+    """A real Prefect server (:func:`prefect_server`) and ``fraudaug serve
+    SERVE_ARGS`` run in ``root`` against it, as a team runs them (logs in
+    ``root/logs``); yields the environment that points a client at the server.
+    On exit, waits for a run still finishing, then stops both."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    logs = root / "logs"
+    bin_dir = Path(sys.executable).parent
+
+    def children(pid: int) -> list[str]:
+        found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
+        return found.stdout.split()
+
+    with prefect_server(root) as env:
+        serve = None
+        try:
+            serve = subprocess.Popen(
+                [str(bin_dir / "fraudaug"), "serve", *serve_args],
+                cwd=root,
+                env=env,
+                stdout=open(logs / "serve.log", "w"),  # noqa: SIM115
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            inspect = [str(bin_dir / "prefect"), "deployment", "inspect"]
+            _wait(
+                lambda: (
+                    subprocess.run(
+                        [*inspect, "fraud-augmentation/on-demand"],
+                        env=env,
+                        capture_output=True,
+                    ).returncode
+                    == 0
+                ),
+                serve,
+                "deployments did not appear",
+                logs / "serve.log",
+            )
+            yield env
+        finally:
+            if serve is not None:
+                # A run's subprocess still finishing would be flipped to Cancelled.
+                deadline = time.monotonic() + 60
+                while children(serve.pid) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                os.killpg(serve.pid, signal.SIGTERM)
+                serve.wait(30)
 
 
 @pytest.fixture(scope="session")

@@ -134,7 +134,10 @@ def test_index_in_chromium(browser, finished_run):
     assert problems == []
     link = page.locator(f'a[href="{result["run_id"]}/report.html"]')
     assert link.count() == 1
-    assert page.locator("svg.chart").count() == 1
+    # Drift, rows, frauds, each method; the champion's chart once one is scored.
+    metrics = json.loads((reports / result["run_id"] / "metrics.json").read_text())
+    scored = (metrics.get("monitoring") or {}).get("status") == "scored"
+    assert page.locator("svg.chart").count() == 4 + scored
     page.screenshot(path=reports / "index-screenshot.png", full_page=True)
     link.click()
     page.wait_for_load_state("load")
@@ -180,3 +183,29 @@ def test_another_tables_report_in_chromium(browser, mixed_run):
     page.screenshot(path=run_dir / "report-screenshot.png", full_page=True)
     assert problems == []
     page.context.close()
+
+
+def test_the_morning_page_fits_a_1280_pixel_window(browser, tmp_path):
+    """Ten nights on a source with a long path: no horizontal scrolling at 1280
+    pixels, every chart's title inside its chart, the alert marks drawn."""
+    from pipeline.report import render_index
+    from tests.test_report import ten_nights
+
+    nights = ten_nights()
+    (tmp_path / "index.html").write_text(render_index(list(reversed(nights))))
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto((tmp_path / "index.html").resolve().as_uri(), wait_until="load")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    cut = page.evaluate(
+        """[...document.querySelectorAll('svg.chart')].filter(svg => {
+            const t = svg.querySelector('.chart-title');
+            const box = t.getBBox();
+            return box.x < 0 || box.x + box.width > svg.viewBox.baseVal.width;
+        }).length"""
+    )
+    assert cut == 0
+    assert page.locator("svg.chart").count() == 5
+    assert page.locator("rect.alert-mark").count() == 10
+    page.screenshot(path=tmp_path / "index-1280.png", full_page=True)
+    context.close()

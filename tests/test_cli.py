@@ -111,3 +111,40 @@ def test_rolling_windows_longer_than_the_table_are_refused_before_the_flow(
     assert "need 35.0 days of data" in lines[0]  # 21d + 7d + 1 x 7d
     assert "the table spans 2.0 days" in lines[0]
     assert not (tmp_path / "reports").exists()  # no run folder: nothing started
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["alerts", "setup"], "give --webhook URL or --block TYPE/NAME"),
+        (
+            [
+                "alerts",
+                "setup",
+                "--webhook",
+                "http://h/x",
+                "--block",
+                "slack-webhook/x",
+            ],
+            "give --webhook URL or --block TYPE/NAME",
+        ),
+        (
+            ["alerts", "setup", "--webhook", "http://h/x", "--on", "fraudaug.nope"],
+            "unknown event fraudaug.nope",
+        ),
+    ],
+)
+def test_alerts_setup_refuses_bad_arguments_in_one_line(args, says, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_alerts_events_lists_every_event(capsys):
+    from pipeline.alerts import NOTIFIABLE
+
+    assert main(["alerts", "events"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == [
+        k.name for k in NOTIFIABLE
+    ]

@@ -83,3 +83,81 @@ def test_replay_runs_the_deployment_after_each_new_day(
     index = (root / "reports" / "index.html").read_text()
     assert 'data-series="champion"' in index
     assert f"v{second['champion']['version']}: " in index
+
+
+def test_a_night_with_nothing_new_monitors_and_does_not_retrain(
+    mixed_run, mixed_partitions, mixed_csv, tmp_path
+):
+    """The same partitions again: the champion is scored on the newest data, the
+    night has its run folder, page and index row, says so in an event, and
+    nothing trains; `retrain_unchanged` retrains anyway."""
+    import shutil
+
+    from flows.fraud_flow import fraud_augmentation
+    from pipeline.alerts import NO_NEW_DATA, RUN_COMPLETED
+    from pipeline.tracking import mlflow_client
+
+    # A copy of the first night's reports, cache and MLflow store.
+    root = tmp_path / "night"
+    shutil.copytree(mixed_run["root"], root)
+    first = Path(mixed_run["run_dir"]).name
+    overrides = {
+        **mixed_run["overrides"],
+        "data": {"cache_dir": str(root / "cache")},
+    }
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    arguments = dict(
+        data_path=str(mixed_partitions),
+        profile="smoke",
+        seed=0,
+        reports_dir=str(root / "reports"),
+        tracking_uri=uri,
+        schema_path=str(mixed_csv.parent / "schema.json"),
+    )
+    result = fraud_augmentation(**arguments, overrides=overrides)
+    assert result["status"] == "no_new_data"
+    assert result["events"] == [RUN_COMPLETED.name, NO_NEW_DATA.name]
+    night = Path(result["run_dir"])
+    assert night.name != first
+    m = load_json(night / "metrics.json")
+    assert m["kind"] == "monitor" and m["results"] == [] and m["methods"] == []
+    assert m["data"]["changes"]["previous_run"] == first
+    assert m["data"]["changes"]["new"] == m["data"]["changes"]["changed"] == []
+    monitoring = m["monitoring"]
+    assert monitoring["status"] == "scored"
+    assert monitoring["champion"]["run_id"] == first
+    # Nothing trained: no detector, GAN, fit or prediction in the night's folder
+    # (only the splits it monitored on, from the cache).
+    made = {p.relative_to(night).as_posix() for p in night.rglob("*")}
+    trained = {"predictions.parquet", "manifest.json", "scores", "fits"} | {
+        f"split-0/{name}" for name in ("gan", "detectors")
+    }
+    assert not made & trained and "splits.parquet" in made
+    page = (night / "report.html").read_text()
+    assert f"No new data since run {first}" in page
+    assert monitoring["line"].split(":")[0] in page
+    index = (root / "reports" / "index.html").read_text()
+    assert night.name in index and first in index
+    assert (root / "reports" / "latest").resolve().name == first
+    client = mlflow_client(uri)
+    (tracked,) = client.search_runs(
+        [client.get_experiment_by_name("fraud-augmentation").experiment_id],
+        filter_string=f"tags.`fraudaug.run_id` = '{night.name}'",
+    )
+    assert tracked.data.tags["fraudaug.kind"] == "monitor"
+    assert tracked.data.metrics["champion." + m["primary_metric"]] == pytest.approx(
+        monitoring["now"][m["primary_metric"]]
+    )
+
+    # Forced: a full run on the same rows (one method, to keep it short).
+    forced = fraud_augmentation(
+        **arguments,
+        overrides={**overrides, "evaluation": {
+            **overrides.get("evaluation", {}), "methods": ["none"]}},
+        retrain_unchanged=True,
+    )  # fmt: skip
+    assert forced["status"] == "completed"
+    assert NO_NEW_DATA.name in forced["events"]  # still said
+    retrained = load_json(Path(forced["run_dir"]) / "metrics.json")
+    assert retrained.get("kind") is None and retrained["methods"] == ["none"]
+    assert (root / "reports" / "latest").resolve().name == Path(forced["run_dir"]).name

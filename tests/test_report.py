@@ -283,3 +283,89 @@ def test_unseen_categories_in_the_drift_section_and_the_headline():
     assert "<td>0 (0.00 %)</td>" in table
     metrics["drift"]["unseen"] = unseen_categories({"test": ({}, 100, None)})
     assert "No categorical column" in render_report(metrics, CURVES)
+
+
+def ten_nights() -> list[dict]:
+    """Ten nightly runs' metrics on a partitioned source with a long path: night
+    4's champion degraded, night 7 had no new partition (monitored only)."""
+    from pipeline.run_metrics import MONITOR_KIND
+
+    source = "/srv/fraud-team/warehouse/exports/card_transactions/daily_partitions"
+    nights, partitions = [], []
+    for night in range(10):
+        run_id = f"202601{night + 10:02d}T030000Z-abc{night:03d}"
+        if night != 7:
+            partitions = partitions + [
+                {
+                    "path": f"date=2026-01-{night + 10:02d}/part-0.parquet",
+                    "sha256": f"{night:064x}",
+                    "rows": 140_000 + 1_000 * night,
+                    "frauds": 240 + night,
+                }
+            ]
+        m = _metrics(path=source, run_id=run_id)
+        m["started_at"] = f"2026-01-{night + 10:02d}T03:00:00+00:00"
+        m["primary_metric"] = "auprc"
+        m["data"].update(
+            partitions=list(partitions),
+            changes={
+                "previous_run": nights[-1]["run_id"] if nights else None,
+                "new": [] if night == 7 else [partitions[-1]["path"]],
+                "changed": [],
+                "removed": [],
+                "line": "…",
+            },
+        )
+        drop = 0.09 if night == 4 else 0.01
+        m["monitoring"] = {
+            "status": "scored",
+            "alert": night == 4,
+            "alert_drop": 0.05,
+            "drop": drop,
+            "metric": "auprc",
+            "now": {"auprc": 0.84 - drop, "precision_top_k": 0.9},
+            "at_registration": {"auprc": 0.84},
+            "champion": {"version": "3", "method": "none", "run_id": "r"},
+            "line": f"the champion on the newest test rows: AUPRC {0.84 - drop:.4f}",
+        }
+        m["drift"] = {
+            "threshold": 0.25,
+            "split": 0,
+            "features": [{"feature": "amount", "psi": 0.02 + 0.01 * night}],
+            "flagged": [],
+        }
+        if night == 7:
+            m.update(kind=MONITOR_KIND, status="no_new_data", summary=[], methods=[])
+        nights.append(m)
+    return nights
+
+
+def test_the_morning_page_shows_each_night_and_marks_its_alerts():
+    from pipeline.report import night_figures
+
+    nights = ten_nights()
+    figures = [night_figures(m) for m in nights]
+    assert [f["alerts"] for f in figures if f["alerts"]] == [
+        ["fraudaug.champion.degraded"],
+        ["fraudaug.data.unchanged"],
+    ]
+    # What arrived each night: its new partition (nothing on the quiet night).
+    assert [f["rows"] for f in figures[6:9]] == [146_000, 0, 148_000]
+    assert figures[0]["rows"] == nights[0]["data"]["rows"]  # first night: the table
+    assert figures[7]["best"] is None and figures[3]["best"] == "smote"
+    html = render_index(list(reversed(nights)))
+    assert html.count('class="alert-mark"') == 2 * 5  # two nights, five charts
+    assert html.count('<tr class="alerted">') == 2
+    assert "champion.degraded" in html and "data.unchanged" in html
+    assert "no new data" in html and "<b>decayed</b>" in html
+    # The long source path is shortened, whole on hover.
+    source = nights[0]["data"]["path"]
+    assert f'title="{source}"' in html and "…" + source[-26:] in html
+    for title in (
+        "The champion on each night&#39;s newest data",
+        "Drift: the largest PSI, training vs test rows",
+        "Rows that arrived",
+        "Frauds that arrived",
+        "Mean test auprc per method, run by run",
+    ):
+        assert title in html
