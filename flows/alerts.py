@@ -141,9 +141,12 @@ def kinds(names: list[str] | None) -> list[EventKind]:
 def automation_for(kind: EventKind, block_id: UUID, flow_name: str):
     """The automation that notifies on ``kind`` through the block ``block_id``:
     each event, as it arrives (a reactive trigger, one notification per event)."""
-    from prefect.automations import Automation
     from prefect.events.actions import SendNotification
-    from prefect.events.schemas.automations import EventTrigger, Posture
+    from prefect.events.schemas.automations import (
+        AutomationCore,
+        EventTrigger,
+        Posture,
+    )
 
     if kind is RUN_FAILED:
         trigger = EventTrigger(
@@ -165,7 +168,7 @@ def automation_for(kind: EventKind, block_id: UUID, flow_name: str):
             threshold=1,
             within=0,
         )
-    return Automation(
+    return AutomationCore(
         name=PREFIX + ("run failed" if kind is RUN_FAILED else kind.name),
         description=f"fraudaug alerts: {kind.when}",
         trigger=trigger,

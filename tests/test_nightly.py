@@ -99,7 +99,7 @@ def test_a_night_with_nothing_new_monitors_and_does_not_retrain(
 
     # A copy of the first night's reports, cache and MLflow store.
     root = tmp_path / "night"
-    shutil.copytree(mixed_run["root"], root)
+    shutil.copytree(mixed_run["root"], root, symlinks=True)
     first = Path(mixed_run["run_dir"]).name
     overrides = {
         **mixed_run["overrides"],
