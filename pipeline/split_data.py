@@ -20,6 +20,7 @@ import pandas as pd
 
 from pipeline import layout
 from pipeline.artifacts import load_json, load_parquet_rows
+from pipeline.memory import release_free_memory
 from pipeline.preprocess import SUBSETS, TabularTransformer, subset_rows
 
 
@@ -94,6 +95,7 @@ class _Loaded:
                 data = _read_only(
                     load_split_data(inputs, train_features=train_features)
                 )
+                release_free_memory()  # the Parquet read's buffers
                 with self._lock:
                     self._data[key] = data
                     while len(self._data) > self.KEEP:

@@ -50,6 +50,7 @@ from pipeline.config import PipelineConfig
 from pipeline.errors import ArtifactError, ConfigError, TrainingError, one_line
 from pipeline.evaluate import compute_metrics, day_numbers, day_totals
 from pipeline.ingest import ingest_parquet, is_demo_data, read_transactions
+from pipeline.memory import release_free_memory
 from pipeline.preprocess import (
     TabularTransformer,
     describe_folds,
@@ -658,6 +659,8 @@ def stage_fit_detector(
             logger.debug("the failed fit's traceback", exc_info=True)
             failed.append({target_of: target, "reason": reason})
             continue
+        finally:
+            release_free_memory()  # the fit's resampled rows and matrices
         grid.append(record)
         if record["n_added"] == 0 and method in NEIGHBOURHOOD_SAMPLERS:
             # Borderline SMOTE with no fraud in danger, ADASYN with no fraud that

@@ -2,9 +2,19 @@
 
 import time
 
+import numpy as np
 import pytest
 
-from pipeline.memory import ResourceMeter, metered, metering, rss_bytes
+from pipeline import memory
+from pipeline.memory import (
+    ResourceMeter,
+    metered,
+    metering,
+    release_free_memory,
+    rss_bytes,
+)
+
+GLIBC = getattr(memory._libc(), "malloc_trim", None) is not None
 
 
 @pytest.mark.skipif(rss_bytes() is None, reason="needs /proc (Linux)")
@@ -36,3 +46,32 @@ def test_each_stage_gets_its_calls_seconds_and_peak_memory():
 
 def test_without_a_meter_a_metered_stage_just_runs():
     assert metered("x")(lambda a, b=1: a + b)(1, b=2) == 3
+
+
+@pytest.mark.skipif(rss_bytes() is None or not GLIBC, reason="needs Linux glibc")
+def test_memory_freed_below_the_heap_top_goes_back_to_the_system():
+    # 4,000 blocks of 64 kB (below glibc's mmap threshold: they live in its
+    # heap); the last one kept, so the heap's top cannot shrink on its own.
+    blocks = [np.ones(8_000) for _ in range(4_000)]
+    kept = blocks[-1]
+    del blocks
+    before = rss_bytes()
+    release_free_memory()
+    after = rss_bytes()
+    assert before - after >= 200 * 2**20
+    assert kept.sum() == 8_000
+
+
+def test_a_metered_stage_hands_back_what_it_freed_even_when_it_fails(monkeypatch):
+    calls = []
+    monkeypatch.setattr(memory, "release_free_memory", lambda: calls.append(1))
+
+    @metered("boom")
+    def boom():
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        boom()
+    with metering(ResourceMeter(interval=0.02)):
+        assert metered("ok")(lambda: 5)() == 5
+    assert calls == [1, 1]
