@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.evaluate import best_method
 from pipeline.partitions import nothing_new
 
 RESOURCE_PREFIX = "fraudaug.run"
@@ -224,11 +225,7 @@ def resource(run_id: str) -> dict[str, str]:
 
 def _completed(metrics: dict[str, Any], report: str | None) -> dict[str, Any]:
     metric = metrics.get("primary_metric") or "auprc"
-    best = None
-    for entry in metrics.get("summary") or []:
-        value = entry.get(f"{metric}_mean")
-        if value is not None and (best is None or value > best[1]):
-            best = (entry["method"], value)
+    best = best_method(metrics.get("summary") or [], metric)
     data = metrics.get("data") or {}
     failed = sorted({f.get("method") for f in metrics.get("failures") or []})
     return {

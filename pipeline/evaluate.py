@@ -175,6 +175,19 @@ def summarise(results: list[dict]) -> list[dict]:
     return summary
 
 
+def best_method(summary: list[dict], metric: str) -> tuple[str, float] | None:
+    """The method of a :func:`summarise` summary with the highest mean ``metric``
+    and that mean: the first in the summary's order on a tie, ``None`` when no
+    method has a mean of it. The report, the morning page and the run's event
+    all name this one."""
+    best = None
+    for entry in summary:
+        value = entry.get(f"{metric}_mean")
+        if value is not None and (best is None or value > best[1]):
+            best = (entry["method"], value)
+    return best
+
+
 def paired_difference(
     results: list[dict], method: str, baseline: str, metric: str = "auprc"
 ) -> dict | None:

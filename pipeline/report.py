@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from pipeline import charts
-from pipeline.evaluate import METRIC_LABELS, METRICS, format_p
+from pipeline.evaluate import METRIC_LABELS, METRICS, best_method, format_p
 
 # Report colours for the fidelity sources that are not methods.
 REAL_COLOUR = "#333333"
@@ -522,11 +522,6 @@ def fidelity_columns(metrics: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _best(summary: list[dict], key: str) -> str | None:
-    values = [(s[key], s["method"]) for s in summary if s.get(key) is not None]
-    return max(values)[1] if values else None
-
-
 def render_report(
     metrics: dict[str, Any],
     curves: dict[str, Any],
@@ -555,7 +550,7 @@ def render_report(
             m=metrics,
             summary=summary,
             chosen_split=split,
-            best={k: _best(summary, f"{k}_mean") for k in METRICS},
+            best={k: (best_method(summary, k) or (None,))[0] for k in METRICS},
             diffs_vs_none={
                 c["method"]: c
                 for c in metrics.get("comparison", {}).get("comparisons", [])
@@ -597,12 +592,13 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
     from pipeline.alerts import run_events
 
     primary = run.get("primary_metric") or "auprc"
+    summary = run.get("summary") or []
     means = {
-        s["method"]: s.get(f"{primary}_mean")
-        for s in run.get("summary") or []
+        s["method"]: s[f"{primary}_mean"]
+        for s in summary
         if s.get(f"{primary}_mean") is not None
     }
-    best = max(means, key=means.__getitem__) if means else None
+    best = (best_method(summary, primary) or (None,))[0]
     mon = run.get("monitoring") or {}
     scored = mon.get("status") == "scored"
     drift = run.get("drift") or {}

@@ -4,6 +4,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from pipeline.evaluate import (
+    best_method,
     bootstrap_ci,
     choose_amounts,
     choose_threshold,
@@ -306,3 +307,15 @@ def test_curves_keep_the_high_precision_corner():
     # Points between recall 0.1 and 0.7 (where precision is still high) survive.
     mid = [p for r, p in zip(pr["x"], pr["y"], strict=True) if 0.1 < r < 0.7]
     assert len(mid) > 10 and min(mid) > 0.9
+
+
+def test_the_best_method_is_the_highest_mean_and_the_first_on_a_tie():
+    summary = [
+        {"method": "none", "auprc_mean": 0.80, "f1_mean": 0.5},
+        {"method": "smote", "auprc_mean": 0.85},
+        {"method": "gan", "auprc_mean": 0.85, "f1_mean": 0.7},
+    ]
+    assert best_method(summary, "auprc") == ("smote", 0.85)
+    assert best_method(summary, "f1") == ("gan", 0.7)
+    assert best_method(summary, "brier") is None
+    assert best_method([], "auprc") is None
