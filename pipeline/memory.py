@@ -10,7 +10,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,6 +64,59 @@ def release_free_memory() -> None:
     trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
+
+
+class LastAnswers:
+    """The last ``keep`` answers to questions asked in this process, each worked
+    out once even when threads ask it at the same time: a split's rows, a GAN,
+    SMOTE's new rows, a neighbour search. Asked again, an answer is given from
+    memory (it is the caller's to keep it unchanged: read-only arrays or copies);
+    the oldest one asked goes when a new one comes beyond ``keep``."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self._answers: OrderedDict = OrderedDict()
+        self._asking: dict = {}
+        self._lock = threading.Lock()
+
+    def answer(self, question: Hashable, work: Callable[[], Any]) -> Any:
+        """The answer to ``question``: remembered, or ``work()`` remembered."""
+        with self.asking(question):
+            found = self.get(question)
+            if found is None:
+                found = work()
+                self.put(question, found)
+            return found
+
+    @contextlib.contextmanager
+    def asking(self, question: Hashable) -> Iterator[None]:
+        """Hold ``question``: another thread asking it waits until it is answered
+        (for callers that build an answer up with :meth:`get` and :meth:`put`)."""
+        with self._lock:
+            lock = self._asking.setdefault(question, threading.Lock())
+        with lock:
+            yield
+
+    def get(self, question: Hashable) -> Any:
+        """The remembered answer, or ``None``."""
+        with self._lock:
+            found = self._answers.get(question)
+            if found is not None:
+                self._answers.move_to_end(question)
+            return found
+
+    def put(self, question: Hashable, answer: Any) -> None:
+        with self._lock:
+            self._answers[question] = answer
+            self._answers.move_to_end(question)
+            while len(self._answers) > self.keep:
+                gone, _ = self._answers.popitem(last=False)
+                self._asking.pop(gone, None)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._answers.clear()
+            self._asking.clear()
 
 
 def rss_bytes() -> int | None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 
 import numpy as np
 from scipy import sparse
 from sklearn.neighbors import NearestNeighbors
+
+from pipeline.memory import LastAnswers
 
 
 class RememberedNeighbors(NearestNeighbors):
@@ -31,8 +31,8 @@ class RememberedNeighbors(NearestNeighbors):
     row's first ``k + 1`` distances strictly increase, since no tie can then swap
     a row in or out of the first ``k`` or reorder them and scikit-learn's
     distances do not depend on ``k``; otherwise it searches for ``k`` itself. Two
-    threads asking about the same rows at once search once. The last
-    :attr:`KEEP` answers are kept (process-wide, a few tens of MB each).
+    threads asking about the same rows at once search once. The answers about
+    the last four sets of rows are kept (process-wide, a few tens of MB each).
 
     Parameters
     ----------
@@ -41,10 +41,9 @@ class RememberedNeighbors(NearestNeighbors):
     Others as in :class:`~sklearn.neighbors.NearestNeighbors`.
     """
 
-    KEEP = 4
-    _answers: OrderedDict = OrderedDict()
-    _searching: dict = {}
-    _lock = threading.Lock()
+    answers = LastAnswers(keep=4)
+    """Per searched and fitted rows and parameters: ``{k: (distances,
+    indices)}``."""
 
     def __init__(
         self,
@@ -82,52 +81,35 @@ class RememberedNeighbors(NearestNeighbors):
         params = self.get_params()
         del params["n_neighbors"], params["search_neighbors"]
         rows = (self.fitted_digest_, _digest(X), json.dumps(params, default=str))
-        with self._lock:
-            searching = self._searching.setdefault(rows, threading.Lock())
-        with searching:
-            dist, ind = self._remembered(rows, k) or self._search(rows, X, k)
+        with self.answers.asking(rows):
+            known = self.answers.get(rows) or {}
+            dist, ind = _remembered(known, k) or self._search(known, X, k)
+            self.answers.put(rows, known)
         return (dist.copy(), ind.copy()) if return_distance else ind.copy()
 
-    def _remembered(self, rows, k):
-        """The answer for ``k`` from memory, or ``None``."""
-        with self._lock:
-            for key in sorted(k_ for r, k_ in self._answers if r == rows and k_ >= k):
-                self._answers.move_to_end((rows, key))
-                found = _first_neighbours(self._answers[(rows, key)], k)
-                if found is not None:
-                    return found
-        return None
-
-    def _search(self, rows, X, k):
-        with self._lock:
-            known = any(r == rows for r, _ in self._answers)
+    def _search(self, known, X, k):
+        """Search, and add the answers to ``known``."""
         n = k
         if self.search_neighbors and not known:  # else a wide answer was tied
             n = max(k, min(self.search_neighbors, self.n_samples_fit_))
-        answer = self._remember(rows, n, super().kneighbors(X, n))
-        found = _first_neighbours(answer, k)
+        known[n] = super().kneighbors(X, n)
+        found = _first_neighbours(known[n], k)
         if found is None:  # ties within the first k + 1: scikit-learn's own for k
-            found = self._remember(rows, k, super().kneighbors(X, k))
+            known[k] = found = super().kneighbors(X, k)
         return found
 
-    def _remember(self, rows, k, answer):
-        with self._lock:
-            self._answers[(rows, k)] = answer
-            while len(self._answers) > self.KEEP:
-                (gone, _), _ = self._answers.popitem(last=False)
-                if all(r != gone for r, _ in self._answers):
-                    self._searching.pop(gone, None)
-        return answer
+
+def _remembered(known, k):
+    """The answer for ``k`` from the ``known`` ones, or ``None``."""
+    for n in sorted(n for n in known if n >= k):
+        found = _first_neighbours(known[n], k)
+        if found is not None:
+            return found
+    return None
 
 
-class _NewRows:
-    """The last :attr:`KEEP` answers of :func:`remembered_new_rows`, with one
-    lock per question so that two threads asking it at once compute it once."""
-
-    KEEP = 6
-    answers: OrderedDict = OrderedDict()
-    asking: dict = {}
-    lock = threading.Lock()
+_NEW_ROWS = LastAnswers(keep=6)
+"""The new rows of :func:`remembered_new_rows`' last six questions."""
 
 
 def remembered_new_rows(sampler, X, y, resample):
@@ -148,22 +130,16 @@ def remembered_new_rows(sampler, X, y, resample):
         _digest(X),
         _digest(np.asarray(y)),
     )
-    with _NewRows.lock:
-        asking = _NewRows.asking.setdefault(key, threading.Lock())
-    with asking:
-        with _NewRows.lock:
-            new = _NewRows.answers.get(key)
-            if new is not None:
-                _NewRows.answers.move_to_end(key)
-        if new is None:
-            X_res, y_res = resample(X, y)
-            new = (X_res[len(X) :].copy(), np.asarray(y_res)[len(y) :].copy())
-            with _NewRows.lock:
-                _NewRows.answers[key] = new
-                while len(_NewRows.answers) > _NewRows.KEEP:
-                    gone, _ = _NewRows.answers.popitem(last=False)
-                    _NewRows.asking.pop(gone, None)
-            return X_res, y_res
+    fresh = []
+
+    def resample_new_rows():
+        X_res, y_res = resample(X, y)
+        fresh.append((X_res, y_res))
+        return X_res[len(X) :].copy(), np.asarray(y_res)[len(y) :].copy()
+
+    new = _NEW_ROWS.answer(key, resample_new_rows)
+    if fresh:  # resampled now: its rows as they came
+        return fresh[0]
     return np.vstack([X, new[0]]), np.hstack([np.asarray(y), new[1]])
 
 

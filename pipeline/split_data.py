@@ -8,8 +8,6 @@ transformer and the split's number); :func:`load_split_data` reads them.
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,7 +18,7 @@ import pandas as pd
 
 from pipeline import layout
 from pipeline.artifacts import load_json, load_parquet_rows
-from pipeline.memory import release_free_memory
+from pipeline.memory import LastAnswers, release_free_memory
 from pipeline.preprocess import SUBSETS, TabularTransformer, subset_rows
 
 
@@ -42,8 +40,8 @@ class SplitInputs:
     def load(self, *, train_features: bool = True) -> dict[str, Any]:
         """The split's rows (:func:`load_split_data`), read once in a process:
         the tasks of a split (a fit per method, its GAN, fidelity, the chosen
-        fits) share one read-only copy (see :class:`_Loaded`)."""
-        return _LOADED.get(self, train_features)
+        fits) share one read-only copy (see :data:`_LOADED`)."""
+        return _read_once(self, train_features)
 
     def sizes(self) -> dict[str, int]:
         """Rows a split's task reads (training and validation rows under the
@@ -62,58 +60,32 @@ class SplitInputs:
         }
 
 
-class _Loaded:
-    """The rows of the last :attr:`KEEP` splits read in this process.
+_LOADED = LastAnswers(keep=2)
+"""The rows of the last two splits read in this process.
 
-    Every per-split task read its split again: on a bank's 22M-row table 5-6 s
-    and a 2.5 GB transient each, with two tasks reading at once. Tasks share one
-    copy instead, its arrays read-only (a task that wrote into them would
-    change another's rows: it fails instead), each subset's dict its own. A
-    split asked for by two threads at once is read once. Keyed by the inputs
-    and their files' sizes and times, so rewritten files are read again;
-    :func:`forget_loaded` drops them all (the flow does at its end)."""
-
-    KEEP = 2
-
-    def __init__(self) -> None:
-        self._data: OrderedDict = OrderedDict()
-        self._reading: dict = {}
-        self._lock = threading.Lock()
-
-    def get(self, inputs: SplitInputs, train_features: bool) -> dict[str, Any]:
-        files = (inputs.frame_path, inputs.splits_path, inputs.transformer_path)
-        stamps = tuple((s.st_size, s.st_mtime_ns) for s in map(os.stat, files))
-        key = (inputs, train_features, stamps)
-        with self._lock:
-            reading = self._reading.setdefault(key, threading.Lock())
-        with reading:
-            with self._lock:
-                data = self._data.get(key)
-                if data is not None:
-                    self._data.move_to_end(key)
-            if data is None:
-                data = _read_only(
-                    load_split_data(inputs, train_features=train_features)
-                )
-                release_free_memory()  # the Parquet read's buffers
-                with self._lock:
-                    self._data[key] = data
-                    while len(self._data) > self.KEEP:
-                        self._reading.pop(self._data.popitem(last=False)[0], None)
-        return {k: dict(v) if k in SUBSETS else v for k, v in data.items()}
-
-    def forget(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._reading.clear()
-
-
-_LOADED = _Loaded()
+Every per-split task read its split again: on a bank's 22M-row table 5-6 s and a
+2.5 GB transient each, with two tasks reading at once. Tasks share one copy
+instead, its arrays read-only (a task that wrote into them would change
+another's rows: it fails instead), each subset's dict its own. Keyed by the
+inputs and their files' sizes and times, so rewritten files are read again."""
 
 
 def forget_loaded() -> None:
     """Drop the splits' rows kept in this process (:meth:`SplitInputs.load`)."""
     _LOADED.forget()
+
+
+def _read_once(inputs: SplitInputs, train_features: bool) -> dict[str, Any]:
+    files = (inputs.frame_path, inputs.splits_path, inputs.transformer_path)
+    stamps = tuple((s.st_size, s.st_mtime_ns) for s in map(os.stat, files))
+
+    def read() -> dict[str, Any]:
+        data = _read_only(load_split_data(inputs, train_features=train_features))
+        release_free_memory()  # the Parquet read's buffers
+        return data
+
+    data = _LOADED.answer((inputs, train_features, stamps), read)
+    return {k: dict(v) if k in SUBSETS else v for k, v in data.items()}
 
 
 def _read_only(data: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pipeline.detect import (
 )
 from pipeline.errors import ConfigError
 from pipeline.evaluate import compute_metrics
+from pipeline.memory import LastAnswers
 from tests.helpers import TINY_GAN as TINY
 
 
@@ -42,9 +43,7 @@ def searches(monkeypatch):
 
     from pipeline.neighbours import RememberedNeighbors
 
-    monkeypatch.setattr(
-        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
-    )
+    monkeypatch.setattr(RememberedNeighbors, "answers", LastAnswers(keep=4))
     calls = SearchLog()
     original = NearestNeighbors.kneighbors
 
@@ -357,9 +356,9 @@ def resamples(monkeypatch):
     """SMOTE's remembered new rows forgotten, and every SMOTE resample counted."""
     from imblearn.over_sampling import SMOTE
 
-    from pipeline.neighbours import _NewRows
+    from pipeline import neighbours
 
-    monkeypatch.setattr(_NewRows, "answers", type(_NewRows.answers)())
+    monkeypatch.setattr(neighbours, "_NEW_ROWS", LastAnswers(keep=6))
     calls = []
     original = SMOTE._fit_resample
 

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from pipeline.fidelity import c2st_auc, compute_fidelity, corr_diff, ks_mean
+from pipeline.memory import LastAnswers
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +139,7 @@ def test_a_splits_sources_search_the_real_rows_among_themselves_once(monkeypatch
     from pipeline.fidelity import distance_to_closest_record
     from pipeline.neighbours import RememberedNeighbors
 
-    monkeypatch.setattr(
-        RememberedNeighbors, "_answers", type(RememberedNeighbors._answers)()
-    )
+    monkeypatch.setattr(RememberedNeighbors, "answers", LastAnswers(keep=4))
     rng = np.random.default_rng(5)
     real = rng.normal(size=(300, 4))
     sources = {

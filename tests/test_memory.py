@@ -1,12 +1,15 @@
 """Where a run's time and memory go: the resource meter."""
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 from pipeline import memory
 from pipeline.memory import (
+    LastAnswers,
     ResourceMeter,
     metered,
     metering,
@@ -75,3 +78,27 @@ def test_a_metered_stage_hands_back_what_it_freed_even_when_it_fails(monkeypatch
     with metering(ResourceMeter(interval=0.02)):
         assert metered("ok")(lambda: 5)() == 5
     assert calls == [1, 1]
+
+
+def test_last_answers_works_a_question_out_once_and_keeps_the_last_ones():
+    answers, worked = LastAnswers(keep=2), []
+    started = threading.Barrier(3)
+
+    def work(q):
+        worked.append(q)
+        time.sleep(0.2)  # the other threads ask meanwhile
+        return q * 10
+
+    def ask(q):
+        started.wait()
+        return answers.answer(q, lambda: work(q))
+
+    with ThreadPoolExecutor(3) as pool:
+        assert list(pool.map(ask, [1, 1, 1])) == [10, 10, 10]
+    assert worked == [1]
+    answers.answer(2, lambda: work(2))
+    answers.answer(1, lambda: work(1))  # remembered: now the newest
+    answers.answer(3, lambda: work(3))  # 2 goes
+    assert (answers.get(1), answers.get(2), answers.get(3)) == (10, None, 30)
+    answers.forget()
+    assert answers.get(1) is None and worked == [1, 2, 3]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from pipeline.layout import (
     TRANSFORMER_FILE,
 )
 from pipeline.layout import GAN_META_FILE as META_FILE
+from pipeline.memory import LastAnswers
 
 
 def data_fingerprint(X: np.ndarray, y: np.ndarray) -> str:
@@ -102,8 +102,7 @@ def _load_keras(path: Path) -> keras.Model:
         ) from exc
 
 
-_LOADED: dict[tuple[str, int, int], TrainedGAN] = {}
-_LOADING = threading.Lock()
+_LOADED = LastAnswers(keep=4)  # a run holds one GAN per split
 
 
 def load_gan_once(directory: str | Path) -> TrainedGAN:
@@ -117,12 +116,7 @@ def load_gan_once(directory: str | Path) -> TrainedGAN:
     except OSError:
         return load_gan(directory)  # its one-line error
     key = (str(meta), stat.st_mtime_ns, stat.st_size)
-    with _LOADING:
-        if key not in _LOADED:
-            if len(_LOADED) >= 4:  # a run holds one GAN per split
-                _LOADED.pop(next(iter(_LOADED)))
-            _LOADED[key] = load_gan(directory)
-        return _LOADED[key]
+    return _LOADED.answer(key, lambda: load_gan(directory))
 
 
 def load_gan(directory: str | Path) -> TrainedGAN:
