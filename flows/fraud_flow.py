@@ -5,9 +5,11 @@ Tasks pass paths and small dicts; all the work is in :mod:`pipeline.stages`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -321,18 +323,11 @@ def _augment(
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
     if run["resumed"]:
         logger.info("resuming interrupted run %s (same data and config)", run_id)
-    mlflow_run = None
-    status = "FAILED"
-    try:
-        mlflow_run = tracking.start_tracking(
-            tracking_uri,
-            run_name=run_id,
-            config=config.model_dump(mode="json"),
-            tags={
-                **_run_tags(run_id, run_dir, config, data, table),
-                "fraudaug.resumed": run["resumed"],
-            },
-        )
+    tags = {
+        **_run_tags(run_id, run_dir, config, data, table),
+        "fraudaug.resumed": run["resumed"],
+    }
+    with _tracked_run(run, tracking_uri, config, tags) as mlflow_run:
         _check_dask_workers(
             read=[data["frame_path"]], write=[str(run_dir), config.data.cache_dir]
         )
@@ -473,16 +468,6 @@ def _augment(
             metrics, report=Path(written["report"]).resolve().as_uri()
         )
         logger.info("events: %s", ", ".join(emitted))
-        status = "FINISHED"
-    except BaseException as exc:  # FAILED, or KILLED: Ctrl-C, SIGTERM, a cancel
-        status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
-        raise
-    finally:
-        forget_loaded()  # the splits' rows its tasks shared
-        tracking.finish_tracking(mlflow_run, status)
-        # Released on failure too: the next run with the same data and config
-        # resumes this folder (and its GAN checkpoints).
-        runs.release_lock(run_dir)
     _retain(reports_dir, config, tracking_uri, run_id)
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
@@ -501,6 +486,35 @@ def _augment(
         "failed_methods": failed,
         "events": emitted,
     }
+
+
+@contextlib.contextmanager
+def _tracked_run(
+    run: dict[str, Any], tracking_uri: str, config: PipelineConfig, tags: dict
+) -> Iterator[Any]:
+    """A run folder's MLflow run (``None`` without a store), ended FINISHED, or
+    KILLED when stopped (Ctrl-C, SIGTERM, a cancel), else FAILED. Either way the
+    splits' rows its tasks shared are forgotten and the folder's lock released:
+    the next run with the same data and config resumes a failed folder (and its
+    GAN checkpoints)."""
+    mlflow_run = None
+    status = "FAILED"
+    try:
+        mlflow_run = tracking.start_tracking(
+            tracking_uri,
+            run_name=run["run_id"],
+            config=config.model_dump(mode="json"),
+            tags=tags,
+        )
+        yield mlflow_run
+        status = "FINISHED"
+    except BaseException as exc:
+        status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
+        raise
+    finally:
+        forget_loaded()
+        tracking.finish_tracking(mlflow_run, status)
+        runs.release_lock(run["run_dir"])
 
 
 def _run_tags(
@@ -576,19 +590,12 @@ def _nothing_new(
     key = table.fingerprint() + ":monitor"
     run = start_run(reports_dir, data["sha256"], config, key)
     run_id, run_dir = run["run_id"], run["run_dir"]
-    mlflow_run = None
-    status = "FAILED"
-    try:
-        mlflow_run = tracking.start_tracking(
-            tracking_uri,
-            run_name=run_id,
-            config=config.model_dump(mode="json"),
-            tags={
-                **_run_tags(run_id, run_dir, config, data, table),
-                "fraudaug.kind": "monitor",
-                "fraudaug.previous_run": data["changes"]["previous_run"],
-            },
-        )
+    tags = {
+        **_run_tags(run_id, run_dir, config, data, table),
+        "fraudaug.kind": "monitor",
+        "fraudaug.previous_run": data["changes"]["previous_run"],
+    }
+    with _tracked_run(run, tracking_uri, config, tags) as mlflow_run:
         monitoring = None
         if config.registry.enabled:
             seeds = run_seeds(config.seed, config.split.n_splits)
@@ -616,14 +623,6 @@ def _nothing_new(
         report_path = Path(run_dir) / layout.REPORT_FILE
         emitted = emit_run_events(metrics, report=report_path.resolve().as_uri())
         logger.info("events: %s", ", ".join(emitted))
-        status = "FINISHED"
-    except BaseException as exc:
-        status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
-        raise
-    finally:
-        forget_loaded()
-        tracking.finish_tracking(mlflow_run, status)
-        runs.release_lock(run_dir)
     _retain(reports_dir, config, tracking_uri, run_id)
     logger.info("report: %s", report_path)
     return {
