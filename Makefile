@@ -23,7 +23,7 @@ export PREFECT_HOME ?= $(CURDIR)/.prefect
 
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install browser run server serve mlflow-ui bench test test-fast lint format clean
+.PHONY: help install browser run server serve mlflow-ui bench docs test test-fast lint format clean
 
 help:
 	@echo "make run    set up .venv, obtain the real data, run the pipeline (PROFILE=$(PROFILE))"
@@ -33,7 +33,8 @@ help:
 	@echo "make serve  serve the nightly and on-demand deployments (PROFILE=$(PROFILE))"
 	@echo "make mlflow-ui  the MLflow UI of ./mlflow.db on 127.0.0.1:$(MLFLOW_PORT)"
 	@echo "make bench  the benchmark suite on the real data (prints JSON)"
-	@echo "make lint   ruff check + format check"
+	@echo "make lint   ruff check + format check + the import floors"
+	@echo "make docs   build the documentation site offline into docs/site (strict)"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -76,6 +77,11 @@ bench: $(STAMP)
 	@test -f "$(DATA)" || $(BIN)/fraudaug fetch-data --dest "$(DATA)"
 	$(BIN)/python -m benchmarks --data "$(DATA)"
 
+# The documentation site, offline, strict: a broken link or any warning fails it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build -f docs/mkdocs.yml
+	@echo "docs: docs/site/index.html"
+
 # The browser test drives Debian's chromium through Playwright (no browser download).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -91,12 +97,13 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
 lint: $(STAMP)
-	$(BIN)/ruff check pipeline flows tests benchmarks
-	$(BIN)/ruff format --check pipeline flows tests benchmarks
+	$(BIN)/ruff check pipeline flows tests benchmarks docs
+	$(BIN)/ruff format --check pipeline flows tests benchmarks docs
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP)
-	$(BIN)/ruff format pipeline flows tests benchmarks
-	$(BIN)/ruff check --fix pipeline flows tests benchmarks
+	$(BIN)/ruff format pipeline flows tests benchmarks docs
+	$(BIN)/ruff check --fix pipeline flows tests benchmarks docs
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .prefect

@@ -47,9 +47,9 @@ BATCH = 512
 
 
 def _split0(data_path: str, cache: Path, gan: dict | None = None):
-    from pipeline.config import load_config, run_seeds
-    from pipeline.split_data import SplitInputs
-    from pipeline.stages import stage_ingest, stage_preprocess
+    from pipeline.core.config import load_config, run_seeds
+    from pipeline.features.rows import SplitInputs
+    from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     config = load_config("default", overrides={"gan": gan} if gan else None)
     ingested = stage_ingest(data_path, cache)
@@ -95,7 +95,7 @@ def bench_trainer(
 ) -> dict:
     """Trainer and bare reference at ``batch_size``, both under ``config.gan``'s
     ``precision`` and ``jit_compile``."""
-    from pipeline.backend import load_tensorflow
+    from pipeline.core.backend import load_tensorflow
 
     tf = load_tensorflow()
     import keras
@@ -227,17 +227,17 @@ def bench_commands(
     The GAN is the default profile's network trained for 20 steps on split 0 (its
     speed, not its quality, is measured); the champion is split 0's ``none``
     detector at the default profile's settings."""
-    from pipeline.artifacts import file_sha256, load_json
-    from pipeline.detect import (
+    from pipeline.core.artifacts import file_sha256, load_json
+    from pipeline.evaluation.metrics import choose_threshold
+    from pipeline.gan.storage import save_gan
+    from pipeline.gan.trainer import train_cwgan_gp
+    from pipeline.registry.promotion import record_challenger
+    from pipeline.registry.tracking import finish_tracking, start_tracking
+    from pipeline.resampling.methods import (
         fit_detection_pipeline,
         make_detection_pipeline,
         make_detector,
     )
-    from pipeline.evaluate import choose_threshold
-    from pipeline.gan.storage import save_gan
-    from pipeline.gan.trainer import train_cwgan_gp
-    from pipeline.registry import record_challenger
-    from pipeline.tracking import finish_tracking, start_tracking
 
     X, y = data["train"]["X"], data["train"]["y"]
     run = work / "run"
@@ -333,7 +333,7 @@ def bench_commands(
 
 
 def bench_ingest(data_path: str, repeats: int) -> dict:
-    from pipeline.stages import stage_ingest
+    from pipeline.run.prepare import stage_ingest
 
     fresh, cached = [], []
     for _ in range(repeats):
@@ -356,14 +356,14 @@ def bench_scaling(config, ingested) -> dict:
     """Detector fit seconds (``none`` and ``smote``) on stratified subsets."""
     from sklearn.model_selection import train_test_split
 
-    from pipeline.artifacts import load_parquet
-    from pipeline.detect import (
+    from pipeline.core.artifacts import load_parquet
+    from pipeline.features.transformer import TabularTransformer
+    from pipeline.resampling.methods import (
         fit_detection_pipeline,
         make_detection_pipeline,
         make_detector,
         make_sampler,
     )
-    from pipeline.preprocess import TabularTransformer
 
     frame = load_parquet(ingested["frame_path"])
     out = {}
@@ -433,7 +433,7 @@ def bench_default_run(data_path: str) -> dict:
 
 
 def device() -> dict:
-    from pipeline.backend import load_tensorflow
+    from pipeline.core.backend import load_tensorflow
 
     tf = load_tensorflow()
 
@@ -532,7 +532,7 @@ def main(argv: list[str] | None = None) -> dict:
             result["default_run"] = run
     result["bench_wall_s"] = round(time.perf_counter() - started, 1)
     out = Path(args.out) if args.out else RESULTS / f"{result['date'][:10]}.json"
-    from pipeline.artifacts import save_json
+    from pipeline.core.artifacts import save_json
 
     save_json(out, result)
     print(json.dumps(result, indent=2, sort_keys=True))

@@ -6,13 +6,14 @@ their odds set by a few columns) is written as Parquet, cached and split as a ru
 does it (the smoke profile's stratified split, no sampling of the training rows).
 Then, on a fresh ``LocalCluster`` of ``--workers`` single-threaded worker
 processes for each placement, the ``none`` detector of split 0 is fitted by the
-run's own stage (``pipeline.stages.stage_fit_detector``): in its task's process
+run's own stage (``pipeline.run.fit.stage_fit_detector``): in its task's process
 (``never``), or across the workers (``always``: each worker reads its block of
 the training rows). Prints one JSON object — per placement each worker's peak
 resident memory (``VmHWM``) before and after the fit, the fit's seconds, test
 AUPRC, the best iteration, and what the one-process task took per model-space
-byte of its split (``pipeline.distributed.TASK_MEMORY_FACTOR``) — and writes it
-to ``benchmarks/results/``.
+byte of its split
+(``pipeline.resampling.distributed.TASK_MEMORY_FACTOR``) — and writes it to
+``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ def prepare_split(data_path, schema, work_dir, overrides: dict[str, Any]):
     """Split 0 of ``data_path`` prepared as a run prepares it (cached, split, its
     transformer fitted; the smoke profile with ``overrides``): returns the config,
     the split's inputs and the run's seeds."""
-    from pipeline.config import load_config, run_seeds
-    from pipeline.split_data import SplitInputs
-    from pipeline.stages import stage_ingest, stage_preprocess
+    from pipeline.core.config import load_config, run_seeds
+    from pipeline.features.rows import SplitInputs
+    from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     work_dir = Path(work_dir)
     config = load_config("smoke", seed=0, overrides=overrides)
@@ -78,7 +79,7 @@ def with_placement(config, placement: str):
 
 def fit_on_cluster(client, inputs, method: str, config, seeds, scores_path) -> dict:
     """The run's fit stage for one method on split 0, as a task on the cluster."""
-    from pipeline.stages import stage_fit_detector
+    from pipeline.run.fit import stage_fit_detector
 
     Path(scores_path).parent.mkdir(parents=True, exist_ok=True)
     future = client.submit(
@@ -106,7 +107,7 @@ def import_fit_libraries() -> None:
     """Imported on every worker before a fit, so that peaks compare fits."""
     import xgboost.dask  # noqa: F401
 
-    import pipeline.stages  # noqa: F401
+    import pipeline.run.fit  # noqa: F401
 
 
 def local_cluster(n_workers: int = 2, memory_limit: str | int = 0):
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--estimators", type=int, default=60)
     parser.add_argument("--out", default=None, help="JSON file (default: results/)")
     args = parser.parse_args(argv)
-    from pipeline.schema import detect_schema
+    from pipeline.data.detection import detect_schema
 
     out: dict[str, Any] = {
         "benchmark": "distributed",

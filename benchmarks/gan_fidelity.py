@@ -67,8 +67,8 @@ def parse_candidate(text: str) -> tuple[str, list[str]]:
 
 
 def _prepare(data_path: str, cache_dir: Path, n_splits: int) -> dict[str, Any]:
-    from pipeline.config import load_config, run_seeds
-    from pipeline.stages import stage_ingest, stage_preprocess
+    from pipeline.core.config import load_config, run_seeds
+    from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     config = load_config("default", overrides={"split": {"n_splits": n_splits}})
     ingested = stage_ingest(data_path, cache_dir)
@@ -83,7 +83,7 @@ def _prepare(data_path: str, cache_dir: Path, n_splits: int) -> dict[str, Any]:
 
 
 def _init_worker(threads: int) -> None:
-    from pipeline.backend import load_tensorflow
+    from pipeline.core.backend import load_tensorflow
 
     tf = load_tensorflow()
 
@@ -96,7 +96,7 @@ def _init_worker(threads: int) -> None:
 
 
 def _split_data(paths: dict[str, Any], split: int) -> dict:
-    from pipeline.split_data import SplitInputs
+    from pipeline.features.rows import SplitInputs
 
     key = (paths["prepared"]["splits_path"], split)
     if _WORKER.get("key") != key:
@@ -113,7 +113,7 @@ def _split_data(paths: dict[str, Any], split: int) -> dict:
 def _n_synthetic(data: dict) -> int:
     """As many rows as SMOTE adds at the shared ratio (what the run's fidelity
     check generates)."""
-    from pipeline.config import EvaluationConfig
+    from pipeline.core.config import EvaluationConfig
 
     y = data["train"]["y"]
     target = int(EvaluationConfig().sampling_strategy * (y == 0).sum())
@@ -130,8 +130,8 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
     variants (the candidates that differ from it only in SAMPLING_FIELDS)."""
     import dataclasses
 
-    from pipeline.config import GANConfig
-    from pipeline.fidelity import c2st_auc, compute_fidelity
+    from pipeline.core.config import GANConfig
+    from pipeline.evaluation.fidelity import c2st_auc, compute_fidelity
     from pipeline.gan.selection import fit_filter_classifier, selection_seed
     from pipeline.gan.trainer import train_cwgan_gp
 
@@ -188,9 +188,9 @@ def run_gan(job: dict[str, Any]) -> dict[str, Any]:
 
 def run_references(job: dict[str, Any]) -> dict[str, Any]:
     """SMOTE's rows and the real training frauds, judged the same way."""
-    from pipeline.config import EvaluationConfig
-    from pipeline.detect import make_sampler
-    from pipeline.fidelity import c2st_auc, compute_fidelity
+    from pipeline.core.config import EvaluationConfig
+    from pipeline.evaluation.fidelity import c2st_auc, compute_fidelity
+    from pipeline.resampling.methods import make_sampler
 
     data = _split_data(job["paths"], job["split"])
     X, y = data["train"]["X"], data["train"]["y"]
@@ -235,7 +235,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 def paired(candidate: list[dict], default: list[dict], metric: str) -> dict:
     """Candidate minus default over the same (split, seed) runs: mean and 95 %
     t-interval (a gain when the interval excludes 0)."""
-    from pipeline.statistics import t_interval
+    from pipeline.evaluation.statistics import t_interval
 
     by_run = {(r["split"], r["seed"]): r[metric] for r in default}
     diffs = np.array(
@@ -319,8 +319,8 @@ def main(argv: list[str] | None = None) -> dict:
     # runtime is loaded here, so the workers inherit it.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-    from pipeline.cache import code_version
-    from pipeline.config import GANConfig, load_config, parse_overrides, run_seeds
+    from pipeline.core.config import GANConfig, load_config, parse_overrides, run_seeds
+    from pipeline.run.cache import code_version
 
     base = load_config("default", overrides=parse_overrides(args.set))
     candidates = {"default": base.gan}
@@ -330,7 +330,11 @@ def main(argv: list[str] | None = None) -> dict:
         candidates[name] = load_config("default", overrides=overrides).gan
     paths = _prepare(args.data, Path(args.cache_dir), args.splits)
     code = code_version(
-        "pipeline.gan", "pipeline.fidelity", "pipeline.preprocess", "benchmarks"
+        "pipeline.gan",
+        "pipeline.evaluation.fidelity",
+        "pipeline.features.splits",
+        "pipeline.features.transformer",
+        "benchmarks",
     )
     cache = Path(args.cache_dir) / "bench" / "gan_fidelity"
     cache.mkdir(parents=True, exist_ok=True)
@@ -441,7 +445,7 @@ def main(argv: list[str] | None = None) -> dict:
         f"({name})": {m: _stats([r[m] for r in rows]) for m in METRICS if m in rows[0]}
         for name, rows in references.items()
     }
-    from pipeline.backend import describe_device
+    from pipeline.core.backend import describe_device
 
     out = {
         "benchmark": "gan_fidelity",

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         suffix = "" if kind == "GPU" else "-cpu"
         out = RESULTS / f"gpu-{result['date'][:10]}{suffix}.json"
-    from pipeline.artifacts import save_json
+    from pipeline.core.artifacts import save_json
 
     save_json(out, result)
     print(json.dumps(result, indent=2, sort_keys=True))

@@ -134,7 +134,7 @@ def _ctgan_rows(python, transformer, train_frauds, n, seed, epochs, tmp: Path):
 def _detector_auprc(config, X, y, Xv, yv, Xt, yt, seed, feature_types, categorical):
     from sklearn.metrics import average_precision_score
 
-    from pipeline.detect import make_detector
+    from pipeline.resampling.methods import make_detector
 
     detector_config = config.detector.model_copy(update={"categorical": categorical})
     model = make_detector(
@@ -145,7 +145,7 @@ def _detector_auprc(config, X, y, Xv, yv, Xt, yt, seed, feature_types, categoric
 
 
 def _paired(a: list[float], b: list[float]) -> dict:
-    from pipeline.statistics import t_interval
+    from pipeline.evaluation.statistics import t_interval
 
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     _, ci = t_interval(d)
@@ -165,18 +165,18 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     seeds = args.seed or [0, 1]
 
-    from pipeline.backend import load_tensorflow
+    from pipeline.core.backend import load_tensorflow
 
     load_tensorflow()
-    from pipeline.config import GANConfig, load_config
-    from pipeline.datasets import write_demo_data
-    from pipeline.detect import make_sampler
-    from pipeline.fidelity import c2st_auc
+    from pipeline.core.config import GANConfig, load_config
+    from pipeline.data.datasets import write_demo_data
+    from pipeline.data.ingest import read_transactions
+    from pipeline.data.schema import load_schema
+    from pipeline.evaluation.fidelity import c2st_auc
+    from pipeline.features.transformer import TabularTransformer
     from pipeline.gan.encoding import GANColumns
     from pipeline.gan.trainer import train_cwgan_gp
-    from pipeline.ingest import read_transactions
-    from pipeline.preprocess import TabularTransformer
-    from pipeline.schema import load_schema
+    from pipeline.resampling.methods import make_sampler
 
     config = load_config("default")
     result: dict = {

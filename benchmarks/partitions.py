@@ -29,8 +29,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 _INGEST = (
     "import sys, json, resource, time\n"
-    "from pipeline.schema import load_schema\n"
-    "from pipeline.stages import stage_ingest\n"
+    "from pipeline.data.schema import load_schema\n"
+    "from pipeline.run.prepare import stage_ingest\n"
     "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
     "t = time.perf_counter()\n"
     "r = stage_ingest(sys.argv[1], sys.argv[2], load_schema(sys.argv[3]))\n"
@@ -61,9 +61,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from pipeline.ingest import read_raw
-    from pipeline.replay import plan_partitions, replay
-    from pipeline.schema import load_schema
+    from pipeline.data.reading import read_raw
+    from pipeline.data.replay import plan_partitions, replay
+    from pipeline.data.schema import load_schema
 
     schema = load_schema(args.schema)
     n_days = sum(1 for _ in plan_partitions(args.data, schema))

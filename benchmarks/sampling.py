@@ -36,9 +36,9 @@ def _budget(inputs, share: float) -> int | None:
     training rows (every fraud kept): ``None`` for share 1."""
     if share >= 1.0:
         return None
-    from pipeline.artifacts import load_parquet_rows
-    from pipeline.preprocess import subset_rows
-    from pipeline.split_data import load_splits
+    from pipeline.core.artifacts import load_parquet_rows
+    from pipeline.features.rows import load_splits
+    from pipeline.features.splits import subset_rows
 
     transformer = json.loads(Path(inputs.transformer_path).read_text())
     label = transformer["schema"]["label"]["column"]
@@ -66,12 +66,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     args = parser.parse_args(argv)
 
-    from pipeline.config import load_config, run_seeds
-    from pipeline.evaluate import choose_amounts
-    from pipeline.schema import load_schema
-    from pipeline.split_data import SplitInputs
-    from pipeline.stages import stage_fit_detector, stage_ingest, stage_preprocess
-    from pipeline.statistics import t_interval
+    from pipeline.core.config import load_config, run_seeds
+    from pipeline.data.schema import load_schema
+    from pipeline.evaluation.amounts import choose_amounts
+    from pipeline.evaluation.statistics import t_interval
+    from pipeline.features.rows import SplitInputs
+    from pipeline.run.fit import stage_fit_detector
+    from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     schema = load_schema(args.schema)
     # The methods' one-amount grid (smote: one new row per real fraud, and the

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks import write_result
 
-FRAUDAUG = [sys.executable, "-m", "pipeline"]
+FRAUDAUG = [sys.executable, "-m", "flows"]
 
 
 def _table(work: Path, rows: int) -> tuple[Path, Path]:
@@ -94,7 +94,7 @@ def _run(data: Path, schema: Path, profile: str, out: Path, extra: list[str]) ->
 def chart(result: dict) -> str:
     """The cost curve of a result: seconds per million rows and peak resident
     memory against the table's rows, a line per profile (a standalone SVG)."""
-    from pipeline import charts
+    from pipeline.report import charts
 
     profiles = sorted({r["profile"] for r in result["runs"]})
     colour = charts.colours(profiles)

@@ -1,7 +1,7 @@
 """The run's events reach people: Prefect events from the flow, and the Prefect
 automations that ``fraudaug alerts`` sets up to notify on them.
 
-Which events a run emits, and what they carry, is :mod:`pipeline.alerts`; here
+Which events a run emits, and what they carry, is :mod:`pipeline.report.alerts`; here
 they are emitted (:func:`emit_run_events`) and turned into automations on the
 Prefect server at ``PREFECT_API_URL`` (:func:`set_up`, :func:`automations`,
 :func:`remove`), each with a ``SendNotification`` action through a notification
@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
-from pipeline.alerts import (
+from pipeline.core.errors import PipelineError
+from pipeline.report.alerts import (
     NOTIFIABLE,
     RUN_FAILED,
     RUN_FAILED_EVENTS,
@@ -27,9 +28,8 @@ from pipeline.alerts import (
     resource,
     run_events,
 )
-from pipeline.errors import PipelineError
 
-logger = logging.getLogger("pipeline.alerts")
+logger = logging.getLogger("flows.alerts")
 
 PREFIX = "fraudaug: "
 """Every automation ``fraudaug alerts`` owns is named ``fraudaug: <event>``."""
@@ -47,9 +47,10 @@ class AlertsError(PipelineError):
 
 
 def emit_run_events(metrics: dict[str, Any], *, report: str | None) -> list[str]:
-    """Emit the events a finished run calls for (:func:`pipeline.alerts.run_events`)
-    with the run as their resource; inside a flow run Prefect relates them to the
-    flow run, its flow and its deployment. Returns the events' names. Emitting
+    """Emit the events a finished run calls for
+    (:func:`pipeline.report.alerts.run_events`) with the run as their resource;
+    inside a flow run Prefect relates them to the flow run, its flow and its
+    deployment. Returns the events' names. Emitting
     never fails the run (Prefect logs a failed send)."""
     from prefect.events import emit_event
 

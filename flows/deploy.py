@@ -75,7 +75,7 @@ def run_and_wait(name: str, timeout: float | None = None) -> str:
     """
     from prefect.deployments import run_deployment
 
-    from pipeline.errors import PipelineError
+    from pipeline.core.errors import PipelineError
 
     flow_run = run_deployment(name=name, timeout=timeout)
     state = flow_run.state

@@ -1,6 +1,6 @@
 """The Prefect flow ``fraud-augmentation``: one task per pipeline stage.
 
-Tasks pass paths and small dicts; all the work is in :mod:`pipeline.stages`.
+Tasks pass paths and small dicts; all the work is in :mod:`pipeline.run`'s stages.
 """
 
 from __future__ import annotations
@@ -20,24 +20,28 @@ from prefect.runtime import flow_run as prefect_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.alerts import emit_run_events
-from pipeline import interrupts, layout, partitions, runs, stages, tracking
-from pipeline.artifacts import git_commit
-from pipeline.config import PipelineConfig, Profile, load_config, run_seeds
-from pipeline.evaluate import failed_methods
-from pipeline.memory import ResourceMeter, limit_malloc_arenas, metered, metering
-from pipeline.schema import load_schema
-from pipeline.split_data import SplitInputs, forget_loaded
+from pipeline.core import interrupts, layout
+from pipeline.core.artifacts import git_commit
+from pipeline.core.config import PipelineConfig, Profile, load_config, run_seeds
+from pipeline.core.memory import ResourceMeter, limit_malloc_arenas, metered, metering
+from pipeline.data import partitions
+from pipeline.data.schema import load_schema
+from pipeline.evaluation.amounts import failed_methods
+from pipeline.features.rows import SplitInputs, forget_loaded
+from pipeline.registry import tracking
+from pipeline.run import conclude, fit, folders, prepare, train
 
 FLOW_NAME = "fraud-augmentation"
 
 
 # Stages cache their own results, content-addressed and hash-checked
-# (pipeline.stages: ingest, preprocess, train-gan), so Prefect's task cache stays off.
+# (pipeline.run: ingest, preprocess, train-gan), so Prefect's task cache
+# stays off.
 
 
 def _retry_io_only(task, task_run, state) -> bool:
     """Retry what a retry can fix (network, file system); never bad data or config."""
-    from pipeline.errors import FetchError, PipelineError
+    from pipeline.core.errors import FetchError, PipelineError
 
     exc = state.result(raise_on_failure=False)
     return isinstance(exc, FetchError | OSError) or not isinstance(
@@ -53,7 +57,7 @@ def _retry_io_only(task, task_run, state) -> bool:
     retry_condition_fn=_retry_io_only,
 )
 def fetch_data(dest: str) -> dict:
-    from pipeline.datasets import fetch_creditcard
+    from pipeline.data.datasets import fetch_creditcard
 
     result = fetch_creditcard(dest)
     return {
@@ -63,57 +67,59 @@ def fetch_data(dest: str) -> dict:
     }
 
 
-# The stages are the tasks: each pipeline.stages function, named for the UI.
+# The stages are the tasks: each pipeline.run stage function, named for the UI.
 ingest = task(
     name="ingest",
     cache_policy=NO_CACHE,
     retries=2,
     retry_delay_seconds=5,
     retry_condition_fn=_retry_io_only,
-)(metered("ingest")(stages.stage_ingest))
-start_run = task(name="start-run", cache_policy=NO_CACHE)(runs.start_run)
+)(metered("ingest")(prepare.stage_ingest))
+start_run = task(name="start-run", cache_policy=NO_CACHE)(folders.start_run)
 preprocess = task(name="preprocess", cache_policy=NO_CACHE)(
-    metered("preprocess")(stages.stage_preprocess)
+    metered("preprocess")(prepare.stage_preprocess)
 )
 monitor_champion = task(name="monitor-champion", cache_policy=NO_CACHE)(
-    metered("monitor-champion")(stages.stage_monitor)
+    metered("monitor-champion")(conclude.stage_monitor)
 )
 train_gan = task(
     name="train-gan",
     cache_policy=NO_CACHE,
     task_run_name="train-gan-split-{inputs.split}",
-)(metered("train-gan")(stages.stage_train_gan))
+)(metered("train-gan")(train.stage_train_gan))
 fit_detector = task(
     name="fit-detector",
     cache_policy=NO_CACHE,
     task_run_name="fit-{method}-split-{inputs.split}",
-)(metered("fit-detector")(stages.stage_fit_detector))
+)(metered("fit-detector")(fit.stage_fit_detector))
 fidelity = task(
     name="fidelity",
     cache_policy=NO_CACHE,
     task_run_name="fidelity-split-{inputs.split}",
-)(metered("fidelity")(stages.stage_fidelity))
+)(metered("fidelity")(train.stage_fidelity))
 choose_fits = task(name="choose-amounts", cache_policy=NO_CACHE)(
-    metered("choose-amounts")(stages.stage_choose_fits)
+    metered("choose-amounts")(fit.stage_choose_fits)
 )
-drift = task(name="drift", cache_policy=NO_CACHE)(metered("drift")(stages.stage_drift))
-build_metrics = task(name="metrics", cache_policy=NO_CACHE)(stages.stage_metrics)
+drift = task(name="drift", cache_policy=NO_CACHE)(
+    metered("drift")(conclude.stage_drift)
+)
+build_metrics = task(name="metrics", cache_policy=NO_CACHE)(conclude.stage_metrics)
 monitor_only = task(name="monitor-only", cache_policy=NO_CACHE)(
-    metered("monitor-only")(stages.stage_monitor_only)
+    metered("monitor-only")(conclude.stage_monitor_only)
 )
 registry_decision = task(name="registry", cache_policy=NO_CACHE)(
-    metered("registry")(stages.stage_registry)
+    metered("registry")(conclude.stage_registry)
 )
 report = task(name="report", cache_policy=NO_CACHE)(
-    metered("report")(stages.stage_report)
+    metered("report")(conclude.stage_report)
 )
 
 
 @task(name="retention", cache_policy=NO_CACHE)
 def apply_retention(reports_dir: str, **rule) -> dict | None:
-    """The retention rule after the run (:mod:`pipeline.retention`); a failure
+    """The retention rule after the run (:mod:`pipeline.run.retention`); a failure
     here is a warning, never the run's failure."""
-    from pipeline.retention import apply_retention as apply
+    from pipeline.run.retention import apply_retention as apply
 
     try:
         return apply(reports_dir, **rule)
@@ -131,11 +137,11 @@ def publish(run_dir: str, report_path: str) -> None:
         create_table_artifact,
     )
 
-    from pipeline.artifacts import load_json
-    from pipeline.report import summary_markdown, summary_table
-    from pipeline.tracking import run_link
+    from pipeline.core.artifacts import load_json
+    from pipeline.registry.tracking import run_link
+    from pipeline.report.summary import summary_markdown, summary_table
 
-    metrics = load_json(Path(run_dir) / runs.METRICS_FILE)
+    metrics = load_json(Path(run_dir) / folders.METRICS_FILE)
     uri = Path(report_path).resolve().as_uri()
     mlflow_run = metrics.get("tracking")
     create_link_artifact(
@@ -166,7 +172,7 @@ def publish(run_dir: str, report_path: str) -> None:
 def _configure_tensorflow(config: PipelineConfig) -> None:
     """Load TensorFlow quietly (before any worker needs it), report the device
     once, and make CPU results reproducible."""
-    from pipeline.backend import describe_device, load_tensorflow
+    from pipeline.core.backend import describe_device, load_tensorflow
 
     tf = load_tensorflow()
     logger = get_run_logger()
@@ -189,7 +195,7 @@ def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
     runner = context.task_runner if context else None
     if type(runner).__name__ != "DaskTaskRunner":
         return
-    from pipeline.paths import check_workers
+    from pipeline.core.paths import check_workers
 
     # The runner's own client (made on first use): it reaches every worker.
     check_workers(runner.client, read=read, write=write)
@@ -203,7 +209,7 @@ class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
     wait for the fits still running in its threads: Python cannot interrupt them,
     on a bank's table one takes minutes, and their results are not used. (The
     ``fraudaug`` command then ends its process without joining them:
-    :func:`pipeline.cli.entry`.)"""
+    :func:`flows.cli.entry`.)"""
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
         if exc_value is not None and interrupts.stopped_by(exc_value):
@@ -230,25 +236,27 @@ def fraud_augmentation(
     schema_path: str | None = None,
     retrain_unchanged: bool = False,
 ) -> dict:
-    """Ingest -> split -> train the cWGAN-GP -> fit detectors -> report -> registry.
+    """Ingest -> split -> the champion monitored -> the GANs trained beside the
+    detector fits -> amounts chosen -> metrics -> registry -> report -> events.
 
     ``data_path``: the transactions file (the Kaggle ``creditcard.csv`` is fetched
     when it is missing, with retries). ``schema_path``: the table's schema
     file (``fraudaug schema``); default (or ``"kaggle"``) the built-in Kaggle
     schema. ``reports_dir``: where run folders, the index and ``latest`` go. The
     champion/challenger registry is MLflow's, in the same store as the runs
-    (``fraudaug-detector``; see ``pipeline.registry``).
+    (``fraudaug-detector``; see ``pipeline.registry.store``).
     ``overrides`` changes config sections of the profile, e.g.
     ``{"gan": {"steps": 200}}``; a typo or an out-of-range value fails the run.
     ``tracking_uri``: the MLflow tracking store (default: ``$MLFLOW_TRACKING_URI``,
-    else ``sqlite:///mlflow.db`` in the working folder); see ``pipeline.tracking``.
+    else ``sqlite:///mlflow.db`` in the working folder); see
+    ``pipeline.registry.tracking``.
     Where the run's time and memory went, stage by stage, is in ``metrics.json``
-    -> ``resources`` (:class:`pipeline.memory.ResourceMeter`).
+    -> ``resources`` (:class:`pipeline.core.memory.ResourceMeter`).
     A partitioned source with no new or changed partition since the previous
     run is a night with nothing new: the champion is monitored on the newest
     data, nothing retrains (``retrain_unchanged`` retrains anyway).
     """
-    limit_malloc_arenas()  # before the task workers start (see pipeline.memory)
+    limit_malloc_arenas()  # before the task workers start (see pipeline.core.memory)
     with metering(ResourceMeter()) as meter:
         return _augment(
             meter,
@@ -286,8 +294,8 @@ def _augment(
     config = load_config(profile, seed=seed, overrides=overrides)
     table = load_schema(schema_path)
     table.check_config(config)
-    runs.check_output_paths(
-        os.environ.get(runs.OUTPUT_ROOT_ENV),
+    folders.check_output_paths(
+        os.environ.get(folders.OUTPUT_ROOT_ENV),
         reports_dir=reports_dir,
         cache_dir=config.data.cache_dir,
     )
@@ -305,7 +313,7 @@ def _augment(
         data["sha256"][:12],
         " (DEMO DATA)" if data["demo"] else "",
     )
-    changes = partitions.changes_since_previous_run(reports_dir, data)
+    changes = folders.changes_since_previous_run(reports_dir, data)
     if changes is not None:
         data["changes"] = changes
         logger.info("source %s: %s", data["path"], changes["line"])
@@ -348,74 +356,10 @@ def _augment(
         if config.registry.enabled:
             # The champion on the newest labelled rows, before anything trains.
             monitoring = _monitor(tracking_uri, data, prepared, config, table)
-        methods = config.evaluation.methods
-        inputs = [
-            SplitInputs(
-                data["frame_path"],
-                prepared["splits_path"],
-                prepared["transformer_paths"][split],
-                split,
-                max_train_rows=config.sampling.max_train_rows,
-                rows_seed=seeds["rows"][split],
-            )
-            for split in range(n_splits)
-        ]
-
-        def submit_fit(split: int, method: str, gan_dir: str | None = None):
-            return fit_detector.submit(
-                inputs[split],
-                method,
-                config,
-                sampler_seed=seeds["sampler"][split],
-                detector_seed=seeds["detector"][split],
-                scores_path=str(layout.scores_path(run_dir, method, split)),
-                gan_dir=gan_dir,
-            )
-
-        # Detectors that need no GAN go to the task runner's two workers; meanwhile
-        # the GANs train one split after another in the flow's own thread (a direct
-        # task call), and each split's cwgan_gp detector is submitted as soon as its
-        # GAN is saved. GAN training keeps about one core busy, so it runs beside
-        # the detectors instead of after them (submitted to the runner it would
-        # queue behind every fit), and no worker thread ever sits blocked waiting
-        # for another task.
-        if "cwgan_gp" in methods:
-            _configure_tensorflow(config)
-        detector_futures = [
-            submit_fit(split, method)
-            for split in range(n_splits)
-            for method in methods
-            if method != "cwgan_gp"
-        ]
-        gans = []
-        fidelity_futures = []
-        for split in range(n_splits):
-            gan_dir = None
-            if "cwgan_gp" in methods:
-                gan_dir = str(layout.gan_dir(run_dir, split))
-                # Its time limit (gan.timeout_seconds) is enforced by the trainer
-                # between steps (see pipeline.gan.trainer), not by interrupting it.
-                gan = train_gan(
-                    inputs[split],
-                    config,
-                    seeds["gan"][split],
-                    gan_dir,
-                    cache_dir=config.data.cache_dir,
-                )
-                if gan.pop("cached", False):
-                    cached.append(f"train-gan split {split}")
-                gans.append(gan)
-                detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
-            fidelity_futures.append(
-                fidelity.submit(
-                    inputs[split],
-                    config,
-                    sampler_seed=seeds["sampler"][split],
-                    gan_dir=gan_dir,
-                )
-            )
+        inputs = _split_inputs(data, prepared, config, seeds)
+        fits, gans, fidelities = _train_and_fit(inputs, config, seeds, run_dir, cached)
         chosen = choose_fits(
-            [f.result() for f in detector_futures],
+            fits,
             run_dir=str(run_dir),
             config=config,
             frame_path=data["frame_path"],
@@ -430,7 +374,7 @@ def _augment(
             schema=table,
             chosen=chosen,
             gans=gans,
-            fidelity=[f.result() for f in fidelity_futures],
+            fidelity=[f.result() for f in fidelities],
             drift=drift(inputs[0]),
             monitoring=monitoring,
             folds=prepared.get("folds"),
@@ -488,6 +432,92 @@ def _augment(
     }
 
 
+def _split_inputs(
+    data: dict, prepared: dict, config: PipelineConfig, seeds: dict
+) -> list[SplitInputs]:
+    """What each split's tasks read (paths and numbers)."""
+    return [
+        SplitInputs(
+            data["frame_path"],
+            prepared["splits_path"],
+            prepared["transformer_paths"][split],
+            split,
+            max_train_rows=config.sampling.max_train_rows,
+            rows_seed=seeds["rows"][split],
+        )
+        for split in range(config.split.n_splits)
+    ]
+
+
+def _train_and_fit(
+    inputs: list[SplitInputs],
+    config: PipelineConfig,
+    seeds: dict,
+    run_dir: Path,
+    cached: list[str],
+) -> tuple[list[dict], list[dict], list[Any]]:
+    """Every split's GAN, every method's fits and every split's fidelity: the
+    fits' results, the GANs' summaries and the fidelity tasks' futures (still
+    running on the workers while the amounts are chosen).
+
+    Detectors that need no GAN go to the task runner's two workers; meanwhile
+    the GANs train one split after another in the flow's own thread (a direct
+    task call), and each split's cwgan_gp detector is submitted as soon as its
+    GAN is saved. GAN training keeps about one core busy, so it runs beside the
+    detectors instead of after them (submitted to the runner it would queue
+    behind every fit), and no worker thread ever sits blocked waiting for
+    another task. A GAN's time limit (``gan.timeout_seconds``) is enforced by
+    its trainer between steps (:mod:`pipeline.gan.trainer`), not by
+    interrupting it."""
+    methods = config.evaluation.methods
+
+    def submit_fit(split: int, method: str, gan_dir: str | None = None):
+        return fit_detector.submit(
+            inputs[split],
+            method,
+            config,
+            sampler_seed=seeds["sampler"][split],
+            detector_seed=seeds["detector"][split],
+            scores_path=str(layout.scores_path(run_dir, method, split)),
+            gan_dir=gan_dir,
+        )
+
+    if "cwgan_gp" in methods:
+        _configure_tensorflow(config)
+    detector_futures = [
+        submit_fit(split, method)
+        for split in range(len(inputs))
+        for method in methods
+        if method != "cwgan_gp"
+    ]
+    gans = []
+    fidelity_futures = []
+    for split in range(len(inputs)):
+        gan_dir = None
+        if "cwgan_gp" in methods:
+            gan_dir = str(layout.gan_dir(run_dir, split))
+            gan = train_gan(
+                inputs[split],
+                config,
+                seeds["gan"][split],
+                gan_dir,
+                cache_dir=config.data.cache_dir,
+            )
+            if gan.pop("cached", False):
+                cached.append(f"train-gan split {split}")
+            gans.append(gan)
+            detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
+        fidelity_futures.append(
+            fidelity.submit(
+                inputs[split],
+                config,
+                sampler_seed=seeds["sampler"][split],
+                gan_dir=gan_dir,
+            )
+        )
+    return [f.result() for f in detector_futures], gans, fidelity_futures
+
+
 @contextlib.contextmanager
 def _tracked_run(
     run: dict[str, Any], tracking_uri: str, config: PipelineConfig, tags: dict
@@ -514,7 +544,7 @@ def _tracked_run(
     finally:
         forget_loaded()
         tracking.finish_tracking(mlflow_run, status)
-        runs.release_lock(run["run_dir"])
+        folders.release_lock(run["run_dir"])
 
 
 def _run_tags(

@@ -1,13 +1,16 @@
-"""Shared fixtures. Prefect settings must be in the environment before its import."""
+"""Shared fixtures. Prefect settings must be in the environment before its import.
+
+The tests mirror the packages: ``tests/unit/<package>/`` for each package of
+``pipeline`` (and ``flows``), ``tests/e2e/`` for end-to-end runs, servers and the
+browser (every test there is marked ``slow``: ``make test-fast`` leaves them out)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from pathlib import Path
 
-from pipeline.cli import PREFECT_ENV  # noqa: E402 (imports no Prefect)
+from flows.commands import PREFECT_ENV  # (imports no Prefect)
 
 for _key, _value in PREFECT_ENV.items():
     os.environ.setdefault(_key, _value)
@@ -22,8 +25,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT.parent / "shared" / "data" / "creditcard_sample.csv.gz"
+from tests.helpers import (  # noqa: E402
+    FAST,
+    MIXED_COLUMNS,
+    ROLLING_SMOKE,
+    SAMPLE,
+    free_port,
+    write_daily_partitions,
+)
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +46,7 @@ def sample_path() -> Path:
 @pytest.fixture(scope="session")
 def demo_frame() -> pd.DataFrame:
     """3,000 demo rows with 3 % frauds: small, fast, both classes well represented."""
-    from pipeline.datasets import make_demo_data
+    from pipeline.data.datasets import make_demo_data
 
     return make_demo_data(3000, fraud_share=0.03, random_state=7)
 
@@ -49,22 +58,12 @@ def demo_csv(tmp_path: Path, demo_frame: pd.DataFrame) -> Path:
     return path
 
 
-MIXED_COLUMNS = {
-    "label": "is_fraud",
-    "time": "tx_datetime",
-    "amount": "amount",
-    "entity": "customer_id",
-    "ids": ("tx_id", "customer_id", "terminal_id"),
-}
-"""The transactions demo table's roles (see ``pipeline.datasets``)."""
-
-
 @pytest.fixture(scope="session")
 def mixed_frame() -> pd.DataFrame:
     """A fraud team's kind of table, not the Kaggle file's: text ids, a timestamp
     over 30 days, categorical columns (4 channels, 8 merchant categories), 0/1
     flags, counts, a label ``is_fraud`` of ``fraud``/``legit``."""
-    from pipeline.datasets import make_transactions_demo
+    from pipeline.data.datasets import make_transactions_demo
 
     return make_transactions_demo(150, 30, random_state=3)
 
@@ -74,24 +73,6 @@ def mixed_csv(mixed_frame, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mixed") / "transactions.csv"
     mixed_frame.to_csv(path, index=False)
     return path
-
-
-def write_daily_partitions(frame: pd.DataFrame, root: Path, time: str) -> list[Path]:
-    """``frame`` as a Hive-style folder of daily partitions, ``date=YYYY-MM-DD/``,
-    alternately Parquet and CSV (a team's folder is rarely tidier)."""
-    days = pd.to_datetime(frame[time]).dt.strftime("%Y-%m-%d")
-    written = []
-    for i, (day, rows) in enumerate(frame.groupby(days, sort=True)):
-        folder = root / f"date={day}"
-        folder.mkdir(parents=True, exist_ok=True)
-        if i % 2:
-            path = folder / "part-0.csv"
-            rows.to_csv(path, index=False)
-        else:
-            path = folder / "part-0.parquet"
-            rows.to_parquet(path, index=False)
-        written.append(path)
-    return written
 
 
 @pytest.fixture(scope="session")
@@ -108,8 +89,9 @@ def mixed_partitions(mixed_frame, tmp_path_factory) -> Path:
 def mixed_schema(mixed_csv):
     """The schema ``fraudaug schema`` detects for it (label, time, amount and the
     customer as entity named)."""
-    from pipeline.ingest import read_raw
-    from pipeline.schema import detect_schema, save_schema
+    from pipeline.data.detection import detect_schema
+    from pipeline.data.reading import read_raw
+    from pipeline.data.schema import save_schema
 
     schema, _ = detect_schema(
         read_raw(mixed_csv),
@@ -158,21 +140,10 @@ def mixed_run(harness, mixed_partitions, mixed_csv, mixed_schema, tmp_path_facto
 @pytest.fixture(scope="session")
 def model_space(demo_frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Demo rows in model space (transformer fitted on all of them)."""
-    from pipeline.preprocess import TabularTransformer
+    from pipeline.features.transformer import TabularTransformer
 
     transformer = TabularTransformer().fit(demo_frame)
     return transformer.transform(demo_frame), demo_frame["Class"].to_numpy(np.int64)
-
-
-FAST = {"gan": {"steps": 60}, "detector": {"n_estimators": 100}}
-ROLLING_SMOKE = {
-    "mode": "rolling",
-    "train_window": "14d",
-    "validation_window": "3d",
-    "delay": "3d",
-    "test_window": "5d",
-}
-"""Out-of-time windows that fit the 30-day mixed table (one fold in smoke)."""
 
 
 @pytest.fixture(scope="session")
@@ -181,125 +152,6 @@ def harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(ready, process, what: str, log: Path) -> None:
-    import time
-
-    deadline = time.monotonic() + 120
-    while not ready():
-        if time.monotonic() > deadline or process.poll() is not None:
-            pytest.fail(f"{what}: " + log.read_text()[-3000:])
-        time.sleep(1)
-
-
-@contextlib.contextmanager
-def prefect_server(root: Path):
-    """A real ``prefect server start`` on a free loopback port (logs in
-    ``root/logs``); yields the environment that points a client or a
-    ``fraudaug`` command at it. Stopped on exit."""
-    import signal
-    import subprocess
-    import sys
-    import urllib.request
-
-    port = free_port()
-    # No MLFLOW_TRACKING_URI: serve's default, sqlite:///mlflow.db in its folder.
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_HOME": str(root / "prefect-home"),
-        **PREFECT_ENV,
-        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-        "TMPDIR": str(root),
-        "COLUMNS": "250",  # rich tables in the CLI output are not truncated
-    }
-    logs = root / "logs"
-    logs.mkdir(exist_ok=True)
-
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(f"{env['PREFECT_API_URL']}/health", timeout=2):
-                return True
-        except OSError:
-            return False
-
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "prefect"), "server", "start",
-         "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=open(logs / "server.log", "w"),  # noqa: SIM115
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        _wait(healthy, server, "prefect server did not start", logs / "server.log")
-        yield env
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
-
-
-@contextlib.contextmanager
-def prefect_serving(root: Path, *serve_args: str):
-    """A real Prefect server (:func:`prefect_server`) and ``fraudaug serve
-    SERVE_ARGS`` run in ``root`` against it, as a team runs them (logs in
-    ``root/logs``); yields the environment that points a client at the server.
-    On exit, waits for a run still finishing, then stops both."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    logs = root / "logs"
-    bin_dir = Path(sys.executable).parent
-
-    def children(pid: int) -> list[str]:
-        found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True)
-        return found.stdout.split()
-
-    with prefect_server(root) as env:
-        serve = None
-        try:
-            serve = subprocess.Popen(
-                [str(bin_dir / "fraudaug"), "serve", *serve_args],
-                cwd=root,
-                env=env,
-                stdout=open(logs / "serve.log", "w"),  # noqa: SIM115
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            inspect = [str(bin_dir / "prefect"), "deployment", "inspect"]
-            _wait(
-                lambda: (
-                    subprocess.run(
-                        [*inspect, "fraud-augmentation/on-demand"],
-                        env=env,
-                        capture_output=True,
-                    ).returncode
-                    == 0
-                ),
-                serve,
-                "deployments did not appear",
-                logs / "serve.log",
-            )
-            yield env
-        finally:
-            if serve is not None:
-                # A run's subprocess still finishing would be flipped to Cancelled.
-                deadline = time.monotonic() + 60
-                while children(serve.pid) and time.monotonic() < deadline:
-                    time.sleep(0.5)
-                os.killpg(serve.pid, signal.SIGTERM)
-                serve.wait(30)
 
 
 @pytest.fixture(scope="session")
@@ -377,8 +229,8 @@ def candidates(demo_frame, tmp_path_factory):
     import numpy as np
     from xgboost import XGBClassifier
 
-    from pipeline.artifacts import save_json
-    from pipeline.preprocess import TabularTransformer
+    from pipeline.core.artifacts import save_json
+    from pipeline.features.transformer import TabularTransformer
 
     root = tmp_path_factory.mktemp("candidates")
     frame = demo_frame.reset_index(drop=True)
@@ -416,3 +268,11 @@ def scored():
     scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
     amount = rng.lognormal(3, 1, len(y))
     return y, scores, amount
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under ``tests/e2e`` is in the slow lane."""
+    e2e = Path(__file__).parent / "e2e"
+    for item in items:
+        if e2e in Path(item.path).parents:
+            item.add_marker(pytest.mark.slow)

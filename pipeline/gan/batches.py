@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from pipeline.errors import DataValidationError
+from pipeline.core.errors import DataValidationError
 
 
 def batch_composition(

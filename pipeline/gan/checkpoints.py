@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.artifacts import atomic_path
-from pipeline.errors import ArtifactError
-from pipeline.layout import (  # noqa: F401 (the trainer's checkpoint files)
+from pipeline.core.artifacts import atomic_path
+from pipeline.core.errors import ArtifactError
+from pipeline.core.layout import (  # noqa: F401 (the trainer's checkpoint files)
     BEST_ARRAYS,
     CHECKPOINT_ARRAYS,
     CHECKPOINT_STATE,
@@ -39,7 +39,7 @@ def write_checkpoint(
 ) -> None:
     """The training state's arrays, the best weights so far (when any) and the
     JSON ``state``, which goes last: it is what marks the checkpoint as complete."""
-    from pipeline.artifacts import save_json
+    from pipeline.core.artifacts import save_json
 
     directory.mkdir(parents=True, exist_ok=True)
     save_arrays(directory / CHECKPOINT_ARRAYS, arrays)
@@ -50,7 +50,7 @@ def write_checkpoint(
 
 def read_checkpoint_state(directory: Path) -> dict | None:
     """The JSON state of a complete checkpoint in ``directory``, or ``None``."""
-    from pipeline.artifacts import load_json
+    from pipeline.core.artifacts import load_json
 
     path = directory / CHECKPOINT_STATE
     return load_json(path) if path.is_file() else None

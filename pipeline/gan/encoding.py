@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from pipeline.errors import ArtifactError
+from pipeline.core.errors import ArtifactError
 
 Encoding = Literal["standard", "quantile", "mode_specific"]
 
@@ -60,8 +60,9 @@ class GANColumns:
 
     @classmethod
     def of(cls, transformer, config) -> GANColumns:
-        """From a fitted :class:`~pipeline.preprocess.TabularTransformer` and a
-        :class:`~pipeline.config.GANConfig` (``condition_on``, ``mode_columns``:
+        """From a fitted
+        :class:`~pipeline.features.transformer.TabularTransformer` and a
+        :class:`~pipeline.core.config.GANConfig` (``condition_on``, ``mode_columns``:
         column names; the mode columns default to the schema's time and amount
         columns that are numeric features).
 
@@ -70,7 +71,7 @@ class GANColumns:
         ConfigError
             ``condition_on`` or a mode column is not a column of the right kind.
         """
-        from pipeline.errors import ConfigError
+        from pipeline.core.errors import ConfigError
 
         names = transformer.feature_names
         categorical = tuple(transformer.categorical_features)

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pipeline import layout
-from pipeline.artifacts import MANIFEST, load_json, verify_artifact
-from pipeline.errors import ConfigError
+from pipeline.core import layout
+from pipeline.core.artifacts import MANIFEST, load_json, verify_artifact
+from pipeline.core.errors import ConfigError
+from pipeline.core.streaming import CHUNK_ROWS
+from pipeline.data.schema import TableSchema, parse_where
+from pipeline.features.transformer import TabularTransformer
 from pipeline.gan.storage import META_FILE, TRANSFORMER_FILE, gan_files, load_gan
 from pipeline.gan.trained import SAMPLE_BLOCK
-from pipeline.preprocess import TabularTransformer
-from pipeline.schema import TableSchema, parse_where
-from pipeline.streaming import CHUNK_ROWS
 
 MIN_WHERE_SHARE = 1e-3
 """``--where`` on a column the GAN was not conditioned on keeps the generated rows
@@ -65,7 +65,7 @@ def iter_transactions(
     ``n_samples``).
 
     Rows are mapped back with the transformer saved beside the generator and made
-    valid values (:meth:`~pipeline.preprocess.TabularTransformer.to_domain`:
+    valid values (:meth:`~pipeline.features.transformer.TabularTransformer.to_domain`:
     within the training range, amounts >= 0 to cents, whole integers,
     categories the training rows had; a datetime column rebuilt from the
     generated hour and weekday); the label is its positive value; id columns are

@@ -13,8 +13,8 @@ from imblearn.over_sampling.base import BaseOverSampler
 from scipy import sparse
 from sklearn.utils import check_random_state
 
-from pipeline.config import GANConfig
-from pipeline.errors import ArtifactError
+from pipeline.core.config import GANConfig
+from pipeline.core.errors import ArtifactError
 from pipeline.gan.encoding import GANColumns
 from pipeline.gan.storage import data_fingerprint, load_gan_once
 from pipeline.gan.trainer import train_cwgan_gp
@@ -31,7 +31,7 @@ class GANOverSampler(BaseOverSampler):
     random_state : int, RandomState instance or None
         Seeds GAN training and generation.
     gan_params : dict, optional
-        Fields of :class:`~pipeline.config.GANConfig` (defaults otherwise).
+        Fields of :class:`~pipeline.core.config.GANConfig` (defaults otherwise).
     pretrained : str or Path, optional
         A GAN folder (from :func:`~pipeline.gan.storage.save_gan`) fitted on exactly
         the rows given to ``fit_resample``: the GAN is loaded instead of retrained,

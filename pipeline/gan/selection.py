@@ -61,7 +61,7 @@ class ModelSelection:
     def score(self, generator: keras.Model, validation: np.ndarray) -> float | None:
         """C2ST of ``len(validation)`` generated rows against ``validation``
         (``None`` when a generated row is not finite)."""
-        from pipeline.fidelity import c2st_auc
+        from pipeline.evaluation.fidelity import c2st_auc
 
         extra = values = None
         if self.conditions is not None:
@@ -127,7 +127,7 @@ def fit_filter_classifier(
     """A classifier telling the generator's rows from the real training frauds
     (never validation or test rows); ``TrainedGAN.sample`` drops the rows it finds
     most synthetic. Equal numbers of each, as in the C2ST."""
-    from pipeline.fidelity import make_c2st_classifier
+    from pipeline.evaluation.fidelity import make_c2st_classifier
 
     generated = trained.sample(len(real), label=label, random_state=random_state + 1)
     X = np.vstack([real, generated])

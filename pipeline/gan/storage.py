@@ -10,12 +10,9 @@ from typing import Any
 import keras
 import numpy as np
 
-from pipeline.artifacts import atomic_path, load_json, save_json
-from pipeline.errors import ArtifactError
-from pipeline.gan import networks  # noqa: F401 (registers GumbelSoftmax for loading)
-from pipeline.gan.encoding import ColumnEncoder
-from pipeline.gan.trained import Conditions, TrainedGAN
-from pipeline.layout import (
+from pipeline.core.artifacts import atomic_path, load_json, save_json
+from pipeline.core.errors import ArtifactError
+from pipeline.core.layout import (
     CRITIC_FILE,
     ENCODER_FILE,
     FILTER_FILE,
@@ -23,8 +20,11 @@ from pipeline.layout import (
     HISTORY_FILE,
     TRANSFORMER_FILE,
 )
-from pipeline.layout import GAN_META_FILE as META_FILE
-from pipeline.memory import LastAnswers
+from pipeline.core.layout import GAN_META_FILE as META_FILE
+from pipeline.core.memory import LastAnswers
+from pipeline.gan import networks  # noqa: F401 (registers GumbelSoftmax for loading)
+from pipeline.gan.encoding import ColumnEncoder
+from pipeline.gan.trained import Conditions, TrainedGAN
 
 
 def data_fingerprint(X: np.ndarray, y: np.ndarray) -> str:

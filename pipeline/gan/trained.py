@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.gan.encoding import ColumnEncoder
 
 SAMPLE_BLOCK = 8_192

@@ -12,9 +12,9 @@ from typing import Any
 import keras
 import numpy as np
 
-from pipeline.backend import describe_device
-from pipeline.config import GANConfig
-from pipeline.errors import (
+from pipeline.core.backend import describe_device
+from pipeline.core.config import GANConfig
+from pipeline.core.errors import (
     ArtifactError,
     ConfigError,
     DataValidationError,

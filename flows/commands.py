@@ -1,0 +1,593 @@
+"""What each ``fraudaug`` command does (:mod:`flows.cli` parses the arguments):
+every argument and path checked before anything heavy is imported, one line
+and exit 2 for an error a person can fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pipeline.core import layout
+from pipeline.core.errors import ConfigError, DataValidationError
+from pipeline.core.paths import (
+    check_input_table,
+    check_output_table,
+    check_writable,
+    nearest_existing,
+)
+from pipeline.data.detection import detect_schema, format_detection
+from pipeline.data.schema import (
+    SCHEMA_FILE,
+    load_schema,
+    parse_where,
+    save_schema,
+)
+
+logger = logging.getLogger(__name__)
+
+
+LOGGERS = ("pipeline", "flows")
+"""The packages whose logs a command shows (in a run, through Prefect's)."""
+
+
+DEFAULT_DATA = "data/raw/creditcard.csv"
+
+
+EXIT_COMPLETED_WITH_FAILURES = 3
+"""``fraudaug run``'s exit code when the run completed (report, registry, index)
+but some method's fit failed: the method is marked failed, and why, in the
+report and ``metrics.json`` (``status``, ``failures``)."""
+
+
+# Settings that must be in place before Prefect is imported (see the README).
+PREFECT_ENV = {
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_LOGGING_EXTRA_LOGGERS": ",".join(LOGGERS),
+    "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
+}
+
+
+def cmd_fetch_data(args: argparse.Namespace) -> int:
+    from pipeline.data.datasets import fetch_creditcard
+
+    result = fetch_creditcard(args.dest)
+    print(result.message)
+    return 0
+
+
+def cmd_demo_data(args: argparse.Namespace) -> int:
+    from pipeline.data.datasets import write_demo_data
+
+    out = write_demo_data(
+        args.out,
+        args.rows,
+        fraud_share=args.fraud_share,
+        random_state=args.seed,
+        kind=args.kind,
+        days=args.days,
+    )
+    print(f"wrote demo rows to {out} (synthetic, not real transactions)")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        raise ConfigError(
+            f"{out} exists (perhaps a schema you edited); choose another --out or "
+            "pass --force to replace it"
+        )
+    check_writable(out.parent, "--out")
+    check_input_table(args.data)
+    from pipeline.data.reading import read_raw
+
+    frame = read_raw(args.data)
+    schema, reasons = detect_schema(
+        frame,
+        label=args.label,
+        positive=args.positive,
+        time=args.time,
+        amount=args.amount,
+        entity=args.entity,
+        ids=args.id,
+        ignore=args.ignore,
+        name=args.name or Path(args.data).name.split(".")[0],
+        max_categories=args.max_categories,
+    )
+    save_schema(out, schema)
+    print(format_detection(reasons, schema))
+    print(
+        f"\nwrote {out}: check the kinds above, edit the file where they are wrong, "
+        f"then: fraudaug validate {args.data} --schema {out}"
+    )
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from pipeline.data.ingest import read_transactions
+    from pipeline.data.partitions import is_partitioned
+
+    schema = load_schema(args.schema)
+    if is_partitioned(args.path):
+        return _validate_partitions(args, schema)
+    _, summary = read_transactions(args.path, schema)
+    if args.json:
+        print(json.dumps(summary.to_dict(), indent=2))
+    else:
+        share = summary.frauds / summary.rows
+        print(
+            f"{summary.path}: OK — {summary.rows:,} rows, {summary.frauds:,} frauds "
+            f"({share:.3%}), {summary.duplicate_rows:,} duplicate rows, "
+            f"sha256 {summary.sha256}, schema {schema.name}"
+            + (" [demo data]" if summary.demo else "")
+        )
+    return 0
+
+
+def _validate_partitions(args: argparse.Namespace, schema) -> int:
+    """``validate`` on a folder or glob: every partition by the schema, one by one."""
+    from pipeline.data.ingest import read_transactions
+    from pipeline.data.partitions import (
+        check_partition_labels,
+        list_partitions,
+        path_columns,
+    )
+
+    root, files = list_partitions(args.path)
+    summaries = []
+    for file in files:
+        _, summary = read_transactions(
+            file, schema, partition=True, columns=path_columns(root, file, schema)
+        )
+        summaries.append(
+            {"path": file.relative_to(root).as_posix(), **summary.to_dict()}
+        )
+        if not args.json:
+            print(
+                f"{summaries[-1]['path']}: OK — {summary.rows:,} rows, "
+                f"{summary.frauds:,} frauds, sha256 {summary.sha256[:12]}"
+            )
+    labels = [s.pop("label_values") for s in summaries]
+    check_partition_labels(args.path, files, labels, summaries, schema)
+    rows = sum(s["rows"] for s in summaries)
+    frauds = sum(s["frauds"] for s in summaries)
+    if args.json:
+        print(
+            json.dumps(
+                {"path": str(args.path), "rows": rows, "frauds": frauds,
+                 "partitions": summaries},
+                indent=2,
+            )
+        )  # fmt: skip
+    else:
+        print(
+            f"{args.path}: OK — {len(files)} partitions, {rows:,} rows, "
+            f"{frauds:,} frauds, schema {schema.name}"
+        )
+    return 0
+
+
+def _check_dask_args(args: argparse.Namespace) -> None:
+    if args.dask_address is None:
+        return
+    if args.task_runner != "dask":
+        raise ConfigError("--dask-address needs --task-runner dask")
+    scheme, sep, rest = args.dask_address.partition("://")
+    host, colon, port = (rest if sep else scheme).rpartition(":")
+    if (sep and scheme not in ("tcp", "tls")) or not colon or not host:
+        raise ConfigError(
+            f"--dask-address {args.dask_address!r}: expected tcp://HOST:PORT"
+        )
+    if not port.isdigit():
+        raise ConfigError(f"--dask-address {args.dask_address!r}: bad port {port!r}")
+
+
+def _check_cluster(address: str, *, read: list[str], write: list[str]) -> None:
+    """Before Prefect starts: reach the scheduler and have every worker read the
+    input and write the output folders (the flow checks again for deployments)."""
+    from distributed import Client
+
+    from pipeline.core.paths import check_workers
+
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise ConfigError(
+            f"--dask-address {address}: cannot reach the Dask scheduler ({exc})"
+        ) from exc
+    with client:
+        if not client.scheduler_info().get("workers"):
+            raise ConfigError(f"--dask-address {address}: the cluster has no workers")
+        check_workers(client, read=read, write=write)
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    """``--set`` values and ``--split-mode``; a folder of partitions is a nightly
+    source, judged out of time (rolling) unless ``--split-mode`` says otherwise."""
+    from pipeline.core.config import parse_overrides
+    from pipeline.data.partitions import is_partitioned
+
+    overrides = parse_overrides(args.set)
+    split_mode = args.split_mode or ("rolling" if is_partitioned(args.data) else None)
+    if split_mode:
+        overrides.setdefault("split", {})["mode"] = split_mode
+    return overrides
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _check_dask_args(args)
+    from pipeline.data.partitions import check_source, is_partitioned
+
+    data = Path(args.data)
+    if not data.exists() and not is_partitioned(args.data):
+        hint = " (run `fraudaug fetch-data` first)" if args.data == DEFAULT_DATA else ""
+        raise DataValidationError(f"{data}: no such file{hint}")
+    check_source(args.data)
+    data = args.data if is_partitioned(args.data) else data
+    check_writable(args.reports, "reports")
+    from pipeline.core.config import load_config
+
+    overrides = _overrides(args) or None
+    # A bad profile, override, schema or output folder fails here, before Prefect
+    # starts.
+    config = load_config(args.profile, seed=args.seed, overrides=overrides)
+    schema = load_schema(args.schema)
+    schema.check_config(config)
+    check_writable(config.data.cache_dir, "cache")
+    from pipeline.registry.tracking import check_tracking_uri, resolve_tracking_uri
+
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    # Validate (and cache) the data before Prefect starts: bad data is one line,
+    # exit 2, nothing written; the flow's ingest then reuses the cached copy.
+    from pipeline.run.prepare import stage_ingest
+
+    ingested = stage_ingest(data, config.data.cache_dir, schema)
+    if config.split.mode != "stratified":  # the windows fit the table: before any work
+        from pipeline.core.artifacts import load_parquet
+        from pipeline.features.splits import split_rows
+
+        columns = [c for c in (schema.time, schema.label.column) if c is not None]
+        split_rows(
+            load_parquet(ingested["frame_path"], columns=columns),
+            config.split,
+            [0] * config.split.n_splits,
+            schema,
+        )
+    if args.dask_address:
+        _check_cluster(
+            args.dask_address,
+            read=[ingested["frame_path"]],
+            write=[
+                config.data.cache_dir,
+                str(nearest_existing(args.reports)),
+            ],
+        )
+    for key, value in PREFECT_ENV.items():
+        os.environ.setdefault(key, value)
+    from flows.fraud_flow import with_task_runner
+
+    flow = with_task_runner(args.task_runner, args.dask_address)
+    result = flow(
+        data_path=str(data),
+        profile=args.profile,
+        seed=args.seed,
+        reports_dir=args.reports,
+        overrides=overrides,
+        tracking_uri=tracking_uri,
+        schema_path=args.schema,
+        retrain_unchanged=args.retrain_unchanged,
+    )
+    print(result["report"])
+    if result.get("status") == "completed_with_failures":
+        failed = result.get("failed_methods") or {}
+        print(
+            "fraudaug: completed with failures: "
+            + (
+                "; ".join(f"{m} left out ({why})" for m, why in failed.items())
+                if failed
+                else "some amounts of a method failed"
+            )
+            + " (see the report)",
+            file=sys.stderr,
+        )
+        return EXIT_COMPLETED_WITH_FAILURES
+    return 0
+
+
+def _check_schedule(cron: str, timezone: str) -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from cronsim import CronSim, CronSimError
+
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"--timezone {timezone!r}: not a known time zone (e.g. UTC, Europe/Paris)"
+        ) from exc
+    try:
+        CronSim(cron, datetime(2026, 1, 1))
+    except CronSimError as exc:
+        raise ConfigError(f"--cron {cron!r}: not a cron schedule ({exc})") from exc
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    _check_dask_args(args)
+    _check_schedule(args.cron, args.timezone)
+    data = Path(args.data)
+    if data.is_dir():
+        pass  # a partitioned source: its partitions may still be arriving
+    elif data.exists():
+        check_input_table(data)
+    elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
+        raise DataValidationError(f"{data}: no such file")
+    check_writable(args.reports, "reports")
+    from pipeline.core.config import load_config
+
+    overrides = _overrides(args)
+    config = load_config(args.profile, overrides=overrides or None)  # fails here
+    load_schema(args.schema).check_config(config)  # so does a bad schema file
+    from pipeline.registry.tracking import (
+        URI_ENV,
+        check_tracking_uri,
+        resolve_tracking_uri,
+    )
+
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    # Deployment runs are subprocesses of this one: they log where serve was told.
+    os.environ[URI_ENV] = tracking_uri
+    for key, value in PREFECT_ENV.items():
+        os.environ.setdefault(key, value)
+    # Runs started by these deployments write only inside this folder.
+    from pipeline.run.folders import OUTPUT_ROOT_ENV
+
+    os.environ.setdefault(OUTPUT_ROOT_ENV, str(Path.cwd()))
+    from flows.deploy import serve_deployments
+
+    serve_deployments(
+        cron=args.cron,
+        timezone=args.timezone,
+        parameters={
+            "data_path": args.data,
+            "profile": args.profile,
+            "reports_dir": args.reports,
+            "schema_path": args.schema,
+            **({"overrides": overrides} if overrides else {}),
+            **({"retrain_unchanged": True} if args.retrain_unchanged else {}),
+        },
+        task_runner=args.task_runner,
+        dask_address=args.dask_address,
+    )
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from pipeline.data.replay import replay
+
+    if args.upto is not None and args.upto < 1:
+        raise ConfigError(f"--upto {args.upto}: must be 1 or more")
+    check_input_table(args.data)
+    check_writable(args.into, "--into")
+    schema = load_schema(args.schema)
+    after_each = None
+    if args.deployment:
+        from flows.deploy import run_and_wait
+
+        def after_each(path: Path, number: int) -> None:
+            print(f"partition {number}: {path} — running {args.deployment}")
+            run_and_wait(args.deployment, timeout=args.timeout)
+
+    done = replay(
+        args.data,
+        args.into,
+        schema=schema,
+        by=args.by,
+        upto=args.upto,
+        after_each=after_each,
+    )
+    written = [d for d in done if d["written"]]
+    print(
+        f"{args.into}: {len(done)} partition(s) by {args.by}, {len(written)} written "
+        f"now, {len(done) - len(written)} already there; "
+        f"{sum(d['rows'] for d in done):,} rows"
+    )
+    return 0
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    from pipeline.core.config import load_config
+
+    defaults = load_config("default")
+    keep_runs = (
+        args.keep_runs if args.keep_runs is not None else defaults.retention.keep_runs
+    )
+    if keep_runs is not None and keep_runs < 1:
+        raise ConfigError("--keep-runs must be at least 1")
+    cache_days = (
+        args.cache_days
+        if args.cache_days is not None
+        else defaults.retention.cache_days
+    )
+    if cache_days is not None and cache_days <= 0:
+        raise ConfigError("--cache-days must be more than 0")
+    if not Path(args.reports).is_dir():
+        raise ConfigError(f"{args.reports}: no such reports folder")
+    from pipeline.registry.tracking import check_tracking_uri, resolve_tracking_uri
+    from pipeline.run.retention import apply_retention
+
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    result = apply_retention(
+        args.reports,
+        keep_runs=keep_runs,
+        cache_dir=args.cache_dir or defaults.data.cache_dir,
+        cache_days=cache_days,
+        tracking_uri=tracking_uri,
+        dry_run=args.dry_run,
+    )
+    verb = "would remove" if args.dry_run else "removed"
+    print(
+        f"{verb} {len(result['runs'])} run(s) ({', '.join(result['runs']) or '-'}), "
+        f"{len(result['mlflow_runs'])} MLflow run(s), "
+        f"{len(result['cache_entries'])} cache entr"
+        f"{'y' if len(result['cache_entries']) == 1 else 'ies'}: "
+        f"{result['bytes'] / 2**20:.1f} MB; kept {len(result['kept_runs'])} run(s)"
+    )
+    return 0
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    from pipeline.report.alerts import NOTIFIABLE
+
+    if args.action == "events":
+        for kind in NOTIFIABLE:
+            default = "alert" if kind.alert else "on request"
+            print(f"{kind.name:30}  {default:10}  {kind.when}")
+        return 0
+    if args.action == "setup" and bool(args.webhook) == bool(args.block):
+        raise ConfigError("alerts setup: give --webhook URL or --block TYPE/NAME")
+    for key, value in PREFECT_ENV.items():
+        os.environ.setdefault(key, value)
+    from flows import alerts
+    from flows.fraud_flow import FLOW_NAME
+
+    chosen = alerts.kinds(args.on) if args.action == "setup" else []
+    url = alerts.check_server()
+    if args.action == "list":
+        found = alerts.automations()
+        for automation in found:
+            print(alerts.describe(automation))
+        if not found:
+            print(f"no fraudaug automations on {url}")
+        return 0
+    if args.action == "remove":
+        removed = alerts.remove()
+        print(f"removed {len(removed)} automation(s) from {url}")
+        for name in removed:
+            print(f"  {name}")
+        return 0
+    block_id = (
+        alerts.webhook_block(args.webhook, args.block_name)
+        if args.webhook
+        else alerts.named_block(args.block)
+    )
+    for line in alerts.set_up(block_id, chosen, FLOW_NAME):
+        print(line)
+    print(f"{len(chosen)} automation(s) on {url} notify through block {block_id}")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    check_input_table(args.input)
+    out = check_output_table(args.out)
+    if out.absolute() == Path(args.input).absolute():
+        raise ConfigError(f"{out}: --out must not be the input file")
+    from pipeline.registry.store import missing_model, parse_model_uri
+    from pipeline.registry.tracking import (
+        check_tracking_uri,
+        resolve_tracking_uri,
+        sqlite_path,
+    )
+
+    _, alias, _ = parse_model_uri(args.model_uri)
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    database = sqlite_path(tracking_uri)
+    if database is not None and not database.is_file():  # never create an empty one
+        raise missing_model(args.model_uri, alias, f"{database} does not exist")
+    from pipeline.core.artifacts import TableWriter
+    from pipeline.core.streaming import RowProgress, prefetched
+    from pipeline.data.batches import iter_unlabelled
+    from pipeline.registry.scoring import RegisteredScorer
+
+    scorer = RegisteredScorer(args.model_uri, tracking_uri)
+    champion = scorer.champion
+    flagged = 0
+    with (
+        TableWriter(out) as writer,
+        RowProgress(f"scoring {Path(args.input).name}") as progress,
+    ):
+        batches = iter_unlabelled(args.input, scorer.schema)
+        for frame, first_row, fraction in prefetched(batches):
+            scores = scorer.score(frame, first_row)
+            writer.write(scores)
+            flagged += int(scores["flagged"].sum())
+            progress.advance(len(frame), fraction)
+    print(
+        f"scored {writer.rows:,} rows with {champion['model_uri']} "
+        f"({', '.join(champion['aliases']) or 'no alias'}; {champion['method']} from "
+        f"run {champion['run_id']}, threshold {champion['threshold']:.4f}): "
+        f"{flagged:,} flagged; wrote {out}"
+    )
+    if scorer.unseen:
+        print(
+            "categories never seen in training (scored as 'unseen'): "
+            + ", ".join(f"{c} {n:,} rows" for c, n in scorer.unseen.items())
+        )
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    if args.n < 1:
+        raise ConfigError(f"-n must be at least 1, got {args.n}")
+    if args.chunk_rows < 1:
+        raise ConfigError(f"--chunk-rows must be at least 1, got {args.chunk_rows}")
+    out = check_output_table(args.out)
+    run_dir = Path(args.run)
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such run folder")
+    gan_dir = layout.gan_dir(run_dir, args.split)
+    if not gan_dir.is_dir():
+        raise ConfigError(
+            f"{run_dir}: no GAN for split {args.split} (was cwgan_gp among the run's "
+            "methods? is the split number right?)"
+        )
+    if args.where:  # checked against the split's vocabularies before any import
+        transformer = gan_dir / layout.TRANSFORMER_FILE
+        try:
+            features = json.loads(transformer.read_text())["features"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"{transformer}: cannot read ({exc})") from exc
+        parse_where(args.where, features)
+    from pipeline.core.artifacts import TableWriter
+    from pipeline.core.backend import describe_device
+    from pipeline.core.streaming import RowProgress, prefetched
+    from pipeline.gan.generate import gan_dir_of_run, iter_transactions, left_out
+
+    gan_dir = gan_dir_of_run(run_dir, args.split)
+    logger.info(
+        "generating %s rows with %s on %s%s",
+        f"{args.n:,}",
+        gan_dir,
+        describe_device(),
+        f" ({args.where})" if args.where else "",
+    )
+    frames = iter_transactions(
+        gan_dir,
+        args.n,
+        random_state=args.seed,
+        chunk_rows=args.chunk_rows,
+        where=args.where,
+    )
+    schema_file = run_dir / SCHEMA_FILE
+    if schema_file.is_file():
+        for note in left_out(load_schema(schema_file)):
+            logger.info("left out: %s", note)
+    with (
+        TableWriter(out) as writer,
+        RowProgress("generating", total=args.n) as progress,
+    ):
+        for frame in prefetched(frames):
+            writer.write(frame)
+            progress.advance(len(frame))
+    print(f"wrote {writer.rows:,} generated fraud rows from {gan_dir} to {out}")
+    return 0

@@ -1,0 +1,146 @@
+"""How many new rows each sampler gets: the amount chosen on validation rows
+(per split or pooled over splits), and the fits that failed at some amount."""
+
+from __future__ import annotations
+
+import numpy as np
+
+AMOUNT_RULES = ("per_split", "pooled")
+
+
+def separate_failures(fits: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The fits a comparison can use, and the fits that failed.
+
+    ``fits``: ``{"method", "split", "grid", "failed"?}`` per method and split
+    (``failed``: ``{"n_minority", "reason"}`` per amount that raised). A method
+    with a split where every amount failed is left out whole, since the paired
+    comparisons need every split; a method that lost only some amounts keeps the
+    others.
+
+    Returns
+    -------
+    fits : list of dict
+        The usable fits.
+    failures : list of dict
+        ``{"method", "split", "n_minority", "reason", "left_out"}`` per failed
+        amount (``left_out``: the method is out of the comparison).
+    """
+    left_out = {f["method"] for f in fits if not f["grid"]}
+    failures = [
+        {
+            "method": fit["method"],
+            "split": fit["split"],
+            **failed,
+            "left_out": fit["method"] in left_out,
+        }
+        for fit in fits
+        for failed in fit.get("failed", [])
+    ]
+    failures.sort(key=lambda f: (f["method"], f["split"]))
+    return [f for f in fits if f["method"] not in left_out], failures
+
+
+def failed_methods(failures: list[dict]) -> dict[str, str]:
+    """Each method left out of the comparison and its first reason."""
+    out: dict[str, str] = {}
+    for failure in failures:
+        if failure["left_out"]:
+            out.setdefault(
+                failure["method"], f"split {failure['split']}: {failure['reason']}"
+            )
+    return out
+
+
+def _search_entry(record: dict) -> dict:
+    entry = {
+        "sampling_strategy": record["sampling_strategy"],
+        "n_added": record["n_added"],
+        "validation_auprc": record["validation_auprc"],
+        "test_auprc": record["auprc"],
+    }
+    if record.get("validation_precision_top_k") is not None:
+        entry["validation_precision_top_k"] = record["validation_precision_top_k"]
+        entry["test_precision_top_k"] = record.get("precision_top_k")
+    return entry
+
+
+def _chosen_positions(
+    grids: dict[int, list[dict]], rule: str, metric: str = "auprc"
+) -> dict[int, int] | None:
+    """Grid position chosen on each split, by the validation rows' ``metric``
+    (ties: the smaller amount). ``pooled`` needs the same number of amounts on
+    every split."""
+    key = f"validation_{metric}"
+    if rule == "per_split":
+        return {
+            split: int(np.argmax([r[key] for r in grid]))
+            for split, grid in grids.items()
+        }
+    lengths = {len(grid) for grid in grids.values()}
+    if len(lengths) != 1:
+        return None
+    mean = np.mean([[r[key] for r in grid] for grid in grids.values()], axis=0)
+    return dict.fromkeys(grids, int(np.argmax(mean)))
+
+
+def choose_amounts(
+    fits: list[dict], rule: str = "per_split", metric: str = "auprc"
+) -> tuple[list[dict], dict]:
+    """Each method at the amount of new minority rows its validation rows prefer.
+
+    Parameters
+    ----------
+    fits : list of dict
+        ``{"method", "split", "grid": [record, ...]}`` per method and split, the
+        grid's records in increasing amount (``none``/``class_weight``: one).
+    rule : {"per_split", "pooled"}
+        ``per_split``: the amount with the best validation ``metric`` on that
+        split. ``pooled``: the amount with the best mean validation ``metric`` over
+        the splits, used on every split. Test rows never take part.
+    metric : {"auprc", "precision_top_k"}
+        The primary metric (each record holds ``validation_<metric>``).
+
+    Returns
+    -------
+    records : list of dict
+        One per method and split: the chosen record, with ``amount_search`` (the
+        whole grid: ``sampling_strategy``, ``n_added``, ``validation_auprc``,
+        ``test_auprc``, and the precision top-k pair when measured) and
+        ``amount_rule``.
+    choice : dict
+        ``rule``, ``metric``, and per resampling method and rule the test
+        ``metric`` mean and sd over splits and the amounts chosen (how steady each
+        rule is).
+    """
+    by_method: dict[str, dict[int, list[dict]]] = {}
+    for fit in fits:
+        by_method.setdefault(fit["method"], {})[fit["split"]] = fit["grid"]
+    records = []
+    choice: dict = {"rule": rule, "metric": metric, "methods": {}}
+    for method, grids in by_method.items():
+        positions = _chosen_positions(grids, rule, metric) or _chosen_positions(
+            grids, "per_split", metric
+        )
+        for split, grid in sorted(grids.items()):
+            records.append(
+                {
+                    **grid[positions[split]],
+                    "amount_search": [_search_entry(r) for r in grid],
+                    "amount_rule": rule,
+                }
+            )
+        if max(len(g) for g in grids.values()) < 2:
+            continue
+        entry = {}
+        for name in AMOUNT_RULES:
+            chosen = _chosen_positions(grids, name, metric)
+            if chosen is None:
+                continue
+            test = np.array([grids[s][chosen[s]][metric] for s in sorted(grids)])
+            entry[name] = {
+                f"test_{metric}_mean": float(test.mean()),
+                f"test_{metric}_sd": float(test.std(ddof=1)) if len(test) > 1 else None,
+                "n_added": [grids[s][chosen[s]]["n_added"] for s in sorted(grids)],
+            }
+        choice["methods"][method] = entry
+    return records, choice

@@ -1,0 +1,200 @@
+"""The champion rule: should a run's challenger replace the registered champion
+(:func:`decide`), given both one's scores on the same held-out rows.
+
+A detector is judged only on rows it was never fitted, early-stopped or
+thresholded on (:func:`never_fitted`). The primary metric is AUPRC, compared with
+a stratified paired bootstrap of the rows (:func:`paired_bootstrap`), or
+precision top-k, compared with a paired bootstrap of the days
+(:func:`paired_top_k`). Pure functions of scores and rows: the store's reads and
+the promotion are :mod:`pipeline.registry.promotion`'s, the champion's nightly
+score :mod:`pipeline.registry.monitoring`'s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def paired_bootstrap(
+    y: np.ndarray,
+    challenger: np.ndarray,
+    champion: np.ndarray,
+    *,
+    n_resamples: int,
+    random_state: int,
+) -> dict[str, Any]:
+    """AUPRC of both on the same rows, and a stratified paired bootstrap 95 %
+    interval of the difference (challenger - champion)."""
+    from sklearn.metrics import average_precision_score
+
+    from pipeline.evaluation.statistics import bootstrap_auprc, percentile_interval
+
+    values = bootstrap_auprc(
+        y, [challenger, champion], n_resamples=n_resamples, random_state=random_state
+    )
+    diffs = values[:, 0] - values[:, 1]
+    a, b = average_precision_score(y, challenger), average_precision_score(y, champion)
+    ci = percentile_interval(diffs)
+    return {
+        "challenger_auprc": float(a),
+        "champion_auprc": float(b),
+        "diff": float(a - b),
+        "ci95": ci,
+        "n_rows": int(len(y)),
+        "n_frauds": int((y == 1).sum()),
+        "n_resamples": int(n_resamples),
+    }
+
+
+def paired_top_k(
+    y: np.ndarray,
+    challenger: np.ndarray,
+    champion: np.ndarray,
+    days: np.ndarray,
+    totals: dict[int, int],
+    alerts_per_day: int,
+    *,
+    n_resamples: int,
+    random_state: int,
+) -> dict[str, Any]:
+    """Precision top-k per day of both on the same rows (whose days are ``days``,
+    of a table with ``totals`` rows per day), and a paired bootstrap 95 %
+    interval of the mean daily difference (challenger - champion), days drawn
+    with replacement."""
+    import numpy as np
+
+    from pipeline.evaluation.statistics import bootstrap_means, percentile_interval
+    from pipeline.evaluation.topk import precision_top_k_of_rows
+
+    a, b = (
+        np.asarray(
+            precision_top_k_of_rows(y, s, days, totals, alerts_per_day)[
+                "precision_top_k_daily"
+            ]
+        )
+        for s in (challenger, champion)
+    )
+    diffs = a - b
+    means = bootstrap_means(diffs, n_resamples=n_resamples, random_state=random_state)
+    ci = percentile_interval(means)
+    return {
+        "metric": "precision_top_k",
+        "challenger": float(a.mean()),
+        "champion": float(b.mean()),
+        "diff": float(diffs.mean()),
+        "ci95": ci,
+        "n_days": int(len(diffs)),
+    }
+
+
+def never_fitted(rows: np.ndarray, fitted: list[int] | None) -> np.ndarray:
+    """Which of ``rows`` a detector never saw: not among the rows it was
+    ``fitted`` (early-stopped or thresholded) on; all of them when ``None`` (it
+    was trained on another file; :func:`pipeline.registry.store.fitted_rows`)."""
+    import numpy as np
+
+    if fitted is None:
+        return np.ones(len(rows), dtype=bool)
+    return ~np.isin(rows, fitted)
+
+
+def decide(
+    champion: dict[str, Any],
+    *,
+    method: str,
+    y: np.ndarray,
+    challenger_scores: np.ndarray,
+    champion_scores: np.ndarray,
+    held_out: str,
+    margin: float,
+    n_resamples: int,
+    random_state: int,
+    metric: str = "auprc",
+    days: np.ndarray | None = None,
+    alerts_per_day: int = 100,
+    day_totals: dict[int, int] | None = None,
+) -> dict[str, Any]:
+    """The champion rule: should the challenger replace ``champion`` (version,
+    method, run id, data sha256 and threshold), given both one's scores on the
+    same held-out rows (labels ``y``; ``held_out`` says which rows those are)?
+
+    ``metric`` (``evaluation.primary_metric``) is the one compared: AUPRC with a
+    stratified paired bootstrap of the rows, precision top-k (``alerts_per_day``,
+    the rows' ``days`` of a table with ``day_totals`` rows per day) with a paired
+    bootstrap of the days. The challenger wins by at least ``margin`` with the
+    95 % interval above 0, or the champion stays; fewer than 5 frauds (or no
+    legitimate row) are too few to compare. Pure: nothing is read or written.
+    """
+    import numpy as np
+
+    from pipeline.evaluation.metrics import METRIC_LABELS, compute_metrics
+
+    decision: dict[str, Any] = {
+        "margin": margin,
+        "champion": {
+            k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
+        },
+        "held_out": held_out,
+    }
+    y = np.asarray(y)
+    if len(y) == 0 or y.sum() < 5 or y.sum() == len(y):
+        decision.update(
+            promoted=False,
+            reason=f"only {len(y)} shared held-out rows with {int(y.sum())} "
+            "frauds: too few to compare; the champion stays",
+        )
+        return decision
+    comparison = paired_bootstrap(
+        y,
+        challenger_scores,
+        champion_scores,
+        n_resamples=n_resamples,
+        random_state=random_state,
+    )
+    comparison["champion_at_its_threshold"] = compute_metrics(
+        y, champion_scores, threshold=champion["threshold"]
+    )
+    decision["comparison"] = comparison
+    primary = {
+        "metric": "auprc",
+        "challenger": comparison["challenger_auprc"],
+        "champion": comparison["champion_auprc"],
+        "diff": comparison["diff"],
+        "ci95": comparison["ci95"],
+    }
+    where = f"{comparison['n_rows']:,} shared held-out rows"
+    if metric == "precision_top_k":
+        primary = paired_top_k(
+            y,
+            challenger_scores,
+            champion_scores,
+            days,
+            day_totals,
+            alerts_per_day,
+            n_resamples=n_resamples,
+            random_state=random_state,
+        )
+        comparison["primary"] = primary
+        where += f" over {primary['n_days']} days, {alerts_per_day} alerts a day"
+    ci = primary["ci95"]
+    wins = primary["diff"] >= margin and ci is not None and ci[0] > 0
+    decision["promoted"] = bool(wins)
+    label = METRIC_LABELS[metric]
+    verdict = (
+        f"challenger {method} {primary['challenger']:.4f} vs champion "
+        f"{champion['method']} (version {champion['version']}) "
+        f"{primary['champion']:.4f} {label} on {where} "
+        f"({comparison['n_frauds']} frauds): {primary['diff']:+.4f}"
+    )
+    if ci is not None:
+        verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
+    decision["reason"] = verdict + (
+        f"; beats the champion by >= {margin} with the interval above 0: promoted"
+        if wins
+        else f"; not a clear win (margin {margin}, the interval must exclude 0): "
+        "the champion stays"
+    )
+    return decision

@@ -1,0 +1,258 @@
+"""A run's challenger offered to the registry (:func:`record_challenger`): logged
+into its MLflow run, judged against the champion on shared held-out rows
+(:func:`judge`, by the rule of :mod:`pipeline.registry.champion`), registered as
+a new version of ``fraudaug-detector`` with the decision as its tags; alias
+``challenger`` on it, ``champion`` too if it won."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.registry.champion import decide, never_fitted
+from pipeline.registry.store import (
+    ARTIFACT_PATH,
+    CHALLENGER,
+    CHAMPION,
+    MODEL_NAME,
+    SHA_TAG,
+    fetch_version,
+    fitted_rows,
+    load_detector,
+    save_candidate,
+    version_of,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from pipeline.data.schema import TableSchema
+
+logger = logging.getLogger(__name__)
+
+_RETRIES = 5
+"""Decisions taken again when another machine moved the champion meanwhile."""
+
+
+def judge(
+    champion: dict[str, Any] | None,
+    *,
+    method: str,
+    data_sha256: str,
+    schema: TableSchema,
+    frame: pd.DataFrame,
+    test_rows: np.ndarray,
+    test_scores: np.ndarray,
+    margin: float,
+    n_resamples: int,
+    random_state: int,
+    metric: str = "auprc",
+    alerts_per_day: int = 100,
+    day_totals: dict[int, int] | None = None,
+) -> dict[str, Any]:
+    """Should the challenger replace ``champion`` (a
+    :func:`~pipeline.registry.store.fetch_version` result, or ``None``)?
+    ``test_rows`` are the challenger's held-out rows (positions in the run's
+    input), ``frame`` those rows of the input (validated by ``schema``;
+    ``frame.iloc[i]`` is row ``test_rows[i]``), ``test_scores`` the challenger's
+    scores on them and ``day_totals`` the input's rows per day (precision
+    top-k's alert budget). No champion yet, or one that reads another schema and
+    cannot score these rows: the challenger replaces it. Otherwise the champion
+    scores the rows it never saw and :func:`pipeline.registry.champion.decide`
+    rules."""
+    import numpy as np
+
+    from pipeline.core.days import day_numbers
+
+    if champion is None:
+        return {
+            "margin": margin,
+            "promoted": True,
+            "reason": "no champion yet: the challenger becomes champion",
+        }
+    model, transformer = load_detector(champion["path"])
+    if transformer.schema != schema:
+        return {
+            "margin": margin,
+            "champion": {
+                k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
+            },
+            "promoted": True,
+            "reason": f"the champion (version {champion['version']}) reads the "
+            f"{transformer.schema.name} schema, not this run's {schema.name} schema, "
+            "and cannot score its rows: the challenger becomes champion",
+        }
+    scores = np.asarray(test_scores)
+    keep = never_fitted(np.asarray(test_rows), fitted_rows(champion, data_sha256))
+    part = frame.iloc[np.flatnonzero(keep)]
+    if not keep.all():
+        scores = scores[keep]
+    same = champion["data_sha256"] == data_sha256
+    return decide(
+        champion,
+        method=method,
+        y=part[schema.label.column].to_numpy(),
+        challenger_scores=scores,
+        champion_scores=model.predict_proba(transformer.transform(part))[:, 1]
+        if len(part)
+        else np.zeros(0),
+        held_out="test rows of the challenger's split the champion never saw"
+        if same
+        else "the challenger's test rows (new data: the champion was trained on "
+        "another file)",
+        margin=margin,
+        n_resamples=n_resamples,
+        random_state=random_state,
+        metric=metric,
+        days=day_numbers(part[schema.time]) if metric == "precision_top_k" else None,
+        alerts_per_day=alerts_per_day,
+        day_totals=day_totals,
+    )
+
+
+def _version_tags(
+    decision: dict[str, Any], meta: dict[str, Any], files: dict[str, str]
+) -> dict[str, str]:
+    tags = {
+        "fraudaug.run_id": meta["run_id"],
+        "fraudaug.method": meta["method"],
+        "fraudaug.threshold": repr(meta["threshold"]),
+        "fraudaug.data_sha256": meta["data_sha256"],
+        "fraudaug.decision": "promoted" if decision["promoted"] else "kept",
+        "fraudaug.reason": decision["reason"][:5000],
+        "fraudaug.margin": repr(decision["margin"]),
+        "fraudaug.compared_with": (decision.get("champion") or {}).get(
+            "version", "none"
+        ),
+        **{f"fraudaug.test.{k}": repr(v) for k, v in meta["metrics"].items()},
+    }
+    comparison = decision.get("comparison") or {}
+    for key in ("challenger_auprc", "champion_auprc", "diff", "n_rows", "n_frauds"):
+        if key in comparison:
+            tags[f"fraudaug.{key}"] = repr(comparison[key])
+    if comparison.get("ci95"):
+        tags["fraudaug.ci95_low"], tags["fraudaug.ci95_high"] = (
+            repr(v) for v in comparison["ci95"]
+        )
+    tags.update({SHA_TAG + rel: sha for rel, sha in files.items()})
+    return tags
+
+
+def record_challenger(
+    mlflow_run: dict[str, str],
+    *,
+    run_id: str,
+    method: str,
+    detector_path: str | Path,
+    transformer_path: str | Path,
+    schema: TableSchema,
+    threshold: float,
+    metrics: dict[str, Any],
+    data_sha256: str,
+    frame: pd.DataFrame,
+    fit_rows: np.ndarray,
+    test_rows: np.ndarray,
+    test_scores: np.ndarray,
+    margin: float,
+    n_resamples: int,
+    random_state: int,
+    metric: str = "auprc",
+    alerts_per_day: int = 100,
+    day_totals: dict[int, int] | None = None,
+) -> dict[str, Any]:
+    """Log the challenger into its MLflow run (``mlflow_run``, from
+    :func:`pipeline.registry.tracking.start_tracking`), decide against the champion on
+    shared held-out rows (``frame``: the input's ``test_rows``; see
+    :func:`judge`), register it as a new version of
+    ``fraudaug-detector`` with the decision as tags, point ``challenger`` at it,
+    and ``champion`` too if it won. Returns the decision (also the version and
+    its URI)."""
+    from mlflow.exceptions import MlflowException
+
+    from pipeline.registry.tracking import mlflow_client, store_lock
+
+    uri = mlflow_run["uri"]
+    client = mlflow_client(uri)
+    meta = {
+        "method": method,
+        "run_id": run_id,
+        "mlflow_run_id": mlflow_run["run_id"],
+        "threshold": float(threshold),
+        "metrics": metrics,
+        "data_sha256": data_sha256,
+    }
+    with (
+        store_lock(uri),
+        tempfile.TemporaryDirectory(prefix="fraudaug-registry-") as tmp,
+    ):
+        tmp = Path(tmp)
+        files = save_candidate(
+            tmp / ARTIFACT_PATH,
+            detector_path=detector_path,
+            transformer_path=transformer_path,
+            schema=schema,
+            fit_rows=fit_rows,
+            meta=meta,
+        )
+        # Complete files first; the version (with every tag) after; aliases last.
+        client.log_artifacts(
+            mlflow_run["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
+        )
+        source = (
+            f"{client.get_run(mlflow_run['run_id']).info.artifact_uri}/{ARTIFACT_PATH}"
+        )
+        for attempt in range(_RETRIES):
+            champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
+            decision = judge(
+                champion,
+                method=method,
+                data_sha256=data_sha256,
+                schema=schema,
+                frame=frame,
+                test_rows=test_rows,
+                test_scores=test_scores,
+                margin=margin,
+                n_resamples=n_resamples,
+                random_state=random_state,
+                metric=metric,
+                alerts_per_day=alerts_per_day,
+                day_totals=day_totals,
+            )
+            # Another machine's run may have moved the champion meanwhile.
+            now = version_of(client, MODEL_NAME, alias=CHAMPION)
+            if (now and str(now.version)) == (champion and champion["version"]):
+                break
+            logger.info("the champion changed while deciding; deciding again")
+        try:
+            client.create_registered_model(
+                MODEL_NAME,
+                description="fraudaug's fraud detector: alias champion scores, "
+                "challenger is the newest candidate",
+            )
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        version = client.create_model_version(
+            MODEL_NAME,
+            source,
+            run_id=mlflow_run["run_id"],
+            tags=_version_tags(decision, meta, files),
+            description=decision["reason"],
+        )
+        client.set_registered_model_alias(MODEL_NAME, CHALLENGER, version.version)
+        if decision["promoted"]:
+            client.set_registered_model_alias(MODEL_NAME, CHAMPION, version.version)
+    return {
+        **decision,
+        "run_id": run_id,
+        "decided_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "challenger": {"method": method, "run_id": run_id, "metrics": metrics},
+        "model": MODEL_NAME,
+        "version": str(version.version),
+        "model_uri": f"models:/{MODEL_NAME}/{version.version}",
+        "aliases": [CHALLENGER, CHAMPION] if decision["promoted"] else [CHALLENGER],
+    }

@@ -1,0 +1,347 @@
+"""Experiment tracking on MLflow: every run of the pipeline is one MLflow run.
+
+Where it lives (:func:`resolve_tracking_uri`): ``--tracking-uri``, else
+``MLFLOW_TRACKING_URI``, else an embedded ``sqlite:///mlflow.db`` with artifacts in
+``mlartifacts/``, both in the folder the run starts in (no server needed).
+
+The run is opened when the pipeline starts (:func:`start_tracking`: the config as
+parameters, the data and code as tags) and closed when it ends
+(:func:`finish_tracking`: ``FINISHED``, ``FAILED`` or ``KILLED``), so a run that
+fails or is interrupted is never left looking finished. :func:`log_results` adds
+what the run measured (per method the mean and interval of each headline metric,
+per split as metric steps; the GAN's fidelity and training curves; the headline)
+and the report, ``metrics.json`` and ``manifest.json`` as artifacts.
+
+The tracking calls go through ``MlflowClient`` with explicit run ids (no fluent,
+process-global "active run"): the flow's tasks run in threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.errors import ConfigError
+from pipeline.core.paths import check_writable
+
+logger = logging.getLogger(__name__)
+
+EXPERIMENT = "fraud-augmentation"
+URI_ENV = "MLFLOW_TRACKING_URI"
+DEFAULT_DB = "mlflow.db"
+DEFAULT_ARTIFACTS = "mlartifacts"
+CURVES = ("critic_loss", "generator_loss", "gradient_penalty", "wasserstein")
+_BATCH = 100  # MLflow's limit of params per log_batch call (1,000 for metrics)
+
+
+def resolve_tracking_uri(uri: str | None = None, cwd: str | Path | None = None) -> str:
+    """``uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<cwd>/mlflow.db``
+    (an absolute path: a deployment run in another folder logs to the same file)."""
+    uri = uri or os.environ.get(URI_ENV)
+    if uri:
+        return uri
+    return f"sqlite:///{Path(cwd or Path.cwd()).absolute() / DEFAULT_DB}"
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URI, else ``None``."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri.removeprefix("sqlite:///"))
+
+
+def check_tracking_uri(uri: str, timeout: float = 10.0) -> None:
+    """Fail early, with one line, when the tracking store cannot be used: a server
+    that does not answer its health check, or an sqlite file that cannot be
+    written. Needs no MLflow import (runs before any training)."""
+    if uri.startswith(("http://", "https://")):
+        url = uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                if response.status != 200:
+                    raise OSError(f"HTTP {response.status}")
+        except (OSError, urllib.error.URLError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise ConfigError(
+                f"MLflow tracking server {uri}: not reachable ({reason}); start it or "
+                f"point {URI_ENV} / --tracking-uri elsewhere"
+            ) from exc
+        return
+    path = sqlite_path(uri)
+    if path is not None:
+        if path.is_dir():
+            raise ConfigError(f"{uri}: {path} is a folder, expected a database file")
+        check_writable(path.parent, "MLflow database")
+        return
+    if "://" in uri and not uri.startswith(("file://", "databricks")):
+        scheme = uri.split("://", 1)[0]
+        if scheme not in ("postgresql", "mysql", "mssql"):
+            raise ConfigError(f"{uri}: not a tracking URI MLflow knows ({scheme}://)")
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock for the tracking store at ``uri`` (blocks until free):
+    ``<database>.lock`` beside an sqlite file; for a server, a lock file in the
+    user's cache folder keyed by the URI, which serialises the runs of one machine
+    (see :func:`pipeline.registry.store.record_challenger` for runs on several)."""
+    from pipeline.core.artifacts import file_lock
+
+    path = sqlite_path(uri)
+    if path is not None:
+        lock = path.with_name(f"{path.name}.lock")
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        key = hashlib.sha256(uri.encode()).hexdigest()[:16]
+        lock = cache / "fraudaug" / "locks" / f"mlflow-{key}.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.touch(exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"{lock}: cannot lock the MLflow store ({exc.strerror})"
+        ) from exc
+    with file_lock(lock):
+        yield
+
+
+_READY: set[str] = set()  # sqlite stores this process has opened
+
+
+def mlflow_client(uri: str):
+    """An ``MlflowClient`` for ``uri`` (the registry lives in the same store)."""
+    # MLflow logs INFO lines of its own on stderr (e.g. creating the sqlite
+    # tables); keep its WARNINGs unless the user asked for its level.
+    level = os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING")
+    from mlflow.tracking import MlflowClient
+
+    logging.getLogger("mlflow").setLevel(level.upper())
+    if sqlite_path(uri) is None or uri in _READY:
+        return MlflowClient(tracking_uri=uri)
+    # The first process on a new sqlite file creates its tables (the client opens
+    # the tracking store, the registry store checks and migrates on first use): two
+    # at once would both migrate and one fails. Open both under the lock, once per
+    # process.
+    with store_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_registered_models(max_results=1)
+    _READY.add(uri)
+    return client
+
+
+def _experiment_id(client, uri: str) -> str:
+    """The experiment's id, created on first use (two runs creating it at once: the
+    second finds the first's)."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(EXPERIMENT)
+    if found is not None:
+        return found.experiment_id
+    path = sqlite_path(uri)
+    location = (
+        (path.parent / DEFAULT_ARTIFACTS).absolute().as_uri()
+        if path is not None
+        else None
+    )
+    try:
+        return client.create_experiment(EXPERIMENT, artifact_location=location)
+    except MlflowException:
+        found = client.get_experiment_by_name(EXPERIMENT)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"gan": {"steps": 10}}`` -> ``{"gan.steps": "10"}`` (MLflow params are
+    strings; lists keep their JSON form)."""
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value if isinstance(value, str) else json.dumps(value)
+    return flat
+
+
+def start_tracking(
+    uri: str,
+    *,
+    run_name: str,
+    config: dict[str, Any],
+    tags: dict[str, Any],
+) -> dict[str, str]:
+    """Open the pipeline run's MLflow run; returns ``{"uri", "experiment_id",
+    "run_id"}`` (JSON-able: it travels through the flow's tasks)."""
+    from mlflow.entities import Param, RunTag
+
+    client = mlflow_client(uri)
+    experiment_id = _experiment_id(client, uri)
+    if tags.get("fraudaug.resumed"):
+        _close_abandoned(client, experiment_id, run_name)
+    run = client.create_run(
+        experiment_id,
+        run_name=run_name,
+        tags={k: str(v) for k, v in tags.items() if v is not None},
+    )
+    run_id = run.info.run_id
+    params = [Param(k, v[:6000]) for k, v in flatten(config).items()]
+    for i in range(0, len(params), _BATCH):
+        client.log_batch(run_id, params=params[i : i + _BATCH])
+    client.log_batch(run_id, tags=[RunTag("fraudaug.state", "running")])
+    logger.info("MLflow run %s in experiment %s at %s", run_id, EXPERIMENT, uri)
+    return {"uri": uri, "experiment_id": experiment_id, "run_id": run_id}
+
+
+def _close_abandoned(client, experiment_id: str, run_name: str) -> None:
+    """A run resumed after its process died (SIGKILL, power loss) left its MLflow
+    run RUNNING: mark it KILLED (the run folder's lock guarantees it is not live)."""
+    stale = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`fraudaug.run_id` = '{run_name}' "
+        "and attributes.status = 'RUNNING'",
+    )
+    for run in stale:
+        client.set_tag(run.info.run_id, "fraudaug.state", "killed")
+        client.set_terminated(run.info.run_id, status="KILLED")
+        logger.info(
+            "MLflow run %s of the interrupted run: marked KILLED", run.info.run_id
+        )
+
+
+def _metric_rows(
+    metrics: dict[str, Any], histories: dict[int, list[dict[str, Any]]]
+) -> list[tuple[str, float, int]]:
+    from pipeline.evaluation.metrics import HEADLINE_METRICS
+
+    rows: list[tuple[str, float, int]] = []
+    for summary in metrics["summary"]:
+        method = summary["method"]
+        for name in HEADLINE_METRICS:
+            if summary.get(f"{name}_mean") is None:
+                continue
+            rows.append((f"{method}.{name}_mean", summary[f"{name}_mean"], 0))
+            low, high = summary.get(f"{name}_ci95") or (None, None)
+            if low is not None:
+                rows.append((f"{method}.{name}_ci95_low", low, 0))
+                rows.append((f"{method}.{name}_ci95_high", high, 0))
+    for record in metrics["results"]:
+        for name in HEADLINE_METRICS:
+            if record.get(name) is not None:
+                rows.append(
+                    (f"{record['method']}.{name}", record[name], record["split"])
+                )
+    # The fidelity module's own list (imported here: it loads numpy).
+    from pipeline.evaluation.fidelity import FIDELITY_METRICS
+
+    fidelity = metrics.get("fidelity") or {}
+    for source, figures in fidelity.items():
+        if not isinstance(figures, dict) or "per_split" not in figures:
+            continue
+        for name in FIDELITY_METRICS:
+            if figures.get(name) is not None:
+                rows.append((f"fidelity.{source}.{name}", figures[name], 0))
+        for entry in figures["per_split"]:
+            for name in FIDELITY_METRICS:
+                if entry.get(name) is not None:
+                    rows.append(
+                        (f"fidelity.{source}.{name}.split", entry[name], entry["split"])
+                    )
+    monitoring = metrics.get("monitoring") or {}
+    for name, value in (monitoring.get("now") or {}).items():
+        rows.append((f"champion.{name}", value, 0))
+    if monitoring.get("drop") is not None:
+        rows.append(("champion.drop", monitoring["drop"], 0))
+    for split, history in histories.items():
+        for entry in history:
+            for name in CURVES:
+                if entry.get(name) is not None:
+                    rows.append(
+                        (f"gan.split{split}.{name}", entry[name], entry["step"])
+                    )
+    return [(k, float(v), int(s)) for k, v, s in rows]
+
+
+def log_results(
+    mlflow_run: dict[str, str],
+    metrics: dict[str, Any],
+    histories: dict[int, list[dict[str, Any]]],
+    artifacts: list[Path],
+) -> None:
+    """Log what the run measured and its files to its MLflow run."""
+    from mlflow.entities import Metric, RunTag
+
+    client = mlflow_client(mlflow_run["uri"])
+    run_id = mlflow_run["run_id"]
+    now = int(time.time() * 1000)
+    rows = [Metric(k, v, now, s) for k, v, s in _metric_rows(metrics, histories)]
+    for i in range(0, len(rows), 1000):
+        client.log_batch(run_id, metrics=rows[i : i + 1000])
+    comparison = metrics.get("comparison") or {}
+    tags = {
+        "fraudaug.headline": comparison.get("headline"),
+        "fraudaug.best_smote_family": comparison.get("best_smote_family"),
+        "fraudaug.duration_seconds": metrics.get("duration_seconds"),
+        "fraudaug.status": metrics.get("status"),
+    }
+    sampling = metrics.get("sampling") or {}
+    if sampling:
+        tags["fraudaug.sampling.max_train_rows"] = sampling["max_train_rows"]
+        tags["fraudaug.sampling.sampled"] = str(sampling["sampled"]).lower()
+        shares = [s["rows"]["train"]["share"] for s in sampling["splits"] if s["rows"]]
+        if shares:
+            tags["fraudaug.sampling.share"] = ", ".join(f"{v:g}" for v in shares)
+    failed = sorted({f["method"] for f in metrics.get("failures", []) if f["left_out"]})
+    if failed:
+        tags["fraudaug.failed_methods"] = ", ".join(failed)
+    monitoring = metrics.get("monitoring") or {}
+    if monitoring:
+        tags["fraudaug.monitoring.status"] = monitoring.get("status")
+        tags["fraudaug.monitoring.line"] = monitoring.get("line")
+        if monitoring.get("status") == "scored":
+            tags["fraudaug.monitoring.alert"] = str(monitoring["alert"]).lower()
+    registry = metrics.get("registry") or {}
+    if registry:
+        tags["fraudaug.registry.promoted"] = registry.get("promoted")
+        tags["fraudaug.registry.reason"] = registry.get("reason")
+        tags["fraudaug.registry.version"] = registry.get("version")
+    client.log_batch(
+        run_id,
+        tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items() if v is not None],
+    )
+    for path in artifacts:
+        client.log_artifact(run_id, str(path))
+
+
+def finish_tracking(
+    mlflow_run: dict[str, str] | None, status: str = "FINISHED"
+) -> None:
+    """Close the MLflow run as ``FINISHED``, ``FAILED`` or ``KILLED``; a tracking
+    store that fails here is logged, never raised over the run's own outcome."""
+    if not mlflow_run:
+        return
+    try:
+        client = mlflow_client(mlflow_run["uri"])
+        client.set_tag(mlflow_run["run_id"], "fraudaug.state", status.lower())
+        client.set_terminated(mlflow_run["run_id"], status=status)
+    except Exception as exc:  # the run's own error matters more
+        logger.warning("could not close MLflow run %s: %s", mlflow_run["run_id"], exc)
+
+
+def run_link(mlflow_run: dict[str, str]) -> str:
+    """Where to see the run: its page on a server, or how to open the UI."""
+    uri = mlflow_run["uri"]
+    page = f"#/experiments/{mlflow_run['experiment_id']}/runs/{mlflow_run['run_id']}"
+    if uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/{page}"
+    return f"mlflow ui --backend-store-uri {uri}  (then {page})"

@@ -1,0 +1,272 @@
+"""What a run found that someone should hear about: the run's events, named here
+and only here, each with the figures in its payload.
+
+The flow emits them as Prefect events (:mod:`flows.events`); ``fraudaug alerts``
+sets up the Prefect automations that turn them, and a failed or crashed nightly
+run, into notifications (:mod:`flows.alerts`). This module decides *which* events
+a run's ``metrics.json`` calls for and what they carry; it never imports Prefect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.data.partitions import nothing_new
+from pipeline.evaluation.metrics import best_method
+
+RESOURCE_PREFIX = "fraudaug.run"
+"""A run's event resource: ``fraudaug.run.<run id>``."""
+
+MODEL_RESOURCE_PREFIX = "fraudaug.model"
+"""A model version's related resource: ``fraudaug.model.<name>.<version>``."""
+
+
+@dataclass(frozen=True)
+class EventKind:
+    """One kind of event: its Prefect event name, when a run emits it, the
+    notification it becomes (``subject`` and ``body`` are Jinja templates over
+    Prefect's ``event``, as automations render them), and whether ``fraudaug
+    alerts`` notifies on it unless told which (``alert``: something to act on; a
+    healthy night sends nothing)."""
+
+    name: str
+    when: str
+    subject: str
+    body: str
+    alert: bool = True
+
+
+RUN_COMPLETED = EventKind(
+    "fraudaug.run.completed",
+    "every run that finishes (also with failed methods)",
+    "fraudaug run {{ event.payload.run_id }}: {{ event.payload.status }}",
+    "{{ event.payload.headline }}\n"
+    "best: {{ event.payload.best_method }} {{ event.payload.metric }} "
+    "{{ event.payload.best_value }}\n"
+    "{{ event.payload.rows }} rows, {{ event.payload.frauds }} frauds; "
+    "report: {{ event.payload.report }}",
+    alert=False,
+)
+CHAMPION_PROMOTED = EventKind(
+    "fraudaug.champion.promoted",
+    "the run's challenger became the champion",
+    "fraudaug: a new champion (version {{ event.payload.version }}, "
+    "{{ event.payload.method }})",
+    "{{ event.payload.reason }}\nrun {{ event.payload.run_id }}",
+    alert=False,
+)
+CHAMPION_DEGRADED = EventKind(
+    "fraudaug.champion.degraded",
+    "the champion's score on the newest data fell by more than registry.alert_drop",
+    "fraudaug: the champion degraded by {{ event.payload.drop }} "
+    "{{ event.payload.metric }}",
+    "{{ event.payload.line }}\nallowed drop {{ event.payload.alert_drop }}; "
+    "run {{ event.payload.run_id }}",
+)
+DRIFT_DETECTED = EventKind(
+    "fraudaug.drift.detected",
+    "a feature's PSI between training and test rows is above drift's threshold",
+    "fraudaug: drift in {{ event.payload.features | length }} feature(s), "
+    "largest PSI {{ event.payload.largest_psi }}",
+    "{{ event.payload.line }}\nthreshold {{ event.payload.threshold }}; "
+    "run {{ event.payload.run_id }}",
+)
+UNSEEN_CATEGORIES = EventKind(
+    "fraudaug.categories.unseen",
+    "a categorical column's validation or test rows hold categories training "
+    "never saw, above the share drift allows",
+    "fraudaug: unseen categories in {{ event.payload.columns | length }} column(s)",
+    "{{ event.payload.line }}\nrun {{ event.payload.run_id }}",
+)
+NO_NEW_DATA = EventKind(
+    "fraudaug.data.unchanged",
+    "a partitioned source has no new or changed partition since the previous run",
+    "fraudaug: no new data since run {{ event.payload.previous_run }}",
+    "{{ event.payload.line }}\nrun {{ event.payload.run_id }}",
+)
+
+EVENTS: tuple[EventKind, ...] = (
+    RUN_COMPLETED,
+    CHAMPION_PROMOTED,
+    CHAMPION_DEGRADED,
+    DRIFT_DETECTED,
+    UNSEEN_CATEGORIES,
+    NO_NEW_DATA,
+)
+"""Every event a run emits, in the order a run emits them."""
+
+RUN_FAILED = EventKind(
+    "prefect.flow-run.Failed",
+    "a run of the flow failed or crashed (Prefect's own events: "
+    "prefect.flow-run.Failed and prefect.flow-run.Crashed)",
+    "fraudaug: flow run {{ flow_run.name }} {{ flow_run.state.name }}",
+    "{{ flow_run.state.message }}\n"
+    "deployment: {{ deployment.name if deployment else 'none' }}; "
+    "flow run {{ flow_run.id }}",
+)
+RUN_FAILED_EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed")
+
+NOTIFIABLE: tuple[EventKind, ...] = (*EVENTS, RUN_FAILED)
+"""What ``fraudaug alerts`` can notify on."""
+
+
+@dataclass
+class RunEvent:
+    """An event to emit: its kind, the figures, the related resources."""
+
+    kind: EventKind
+    payload: dict[str, Any]
+    related: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+
+def run_events(metrics: dict[str, Any], *, report: str | None = None) -> list[RunEvent]:
+    """The events a finished run's ``metrics.json`` calls for (:data:`EVENTS`), in
+    that order; ``report``: the report's path or address for the payload."""
+    run_id = metrics["run_id"]
+    related = _model_resources(metrics)
+    out = [RunEvent(RUN_COMPLETED, _completed(metrics, report), related)]
+    registry = metrics.get("registry") or {}
+    if registry.get("promoted"):
+        out.append(
+            RunEvent(
+                CHAMPION_PROMOTED,
+                {
+                    "version": str(registry.get("version")),
+                    "model": registry.get("model"),
+                    "method": (registry.get("challenger") or {}).get("method"),
+                    "reason": registry.get("reason"),
+                },
+                related,
+            )
+        )
+    monitoring = metrics.get("monitoring") or {}
+    if monitoring.get("alert"):
+        champion = monitoring.get("champion") or {}
+        out.append(
+            RunEvent(
+                CHAMPION_DEGRADED,
+                {
+                    "metric": monitoring.get("metric"),
+                    "drop": _round(monitoring.get("drop")),
+                    "alert_drop": monitoring.get("alert_drop"),
+                    "now": monitoring.get("now"),
+                    "at_registration": monitoring.get("at_registration"),
+                    "version": str(champion.get("version")),
+                    "method": champion.get("method"),
+                    "champion_run_id": champion.get("run_id"),
+                    "rows": monitoring.get("rows"),
+                    "frauds": monitoring.get("frauds"),
+                    "line": monitoring.get("line"),
+                },
+                related,
+            )
+        )
+    drift = metrics.get("drift") or {}
+    flagged = {f["feature"]: f["psi"] for f in drift.get("features", [])}
+    flagged = {name: flagged.get(name) for name in drift.get("flagged") or []}
+    if flagged:
+        largest = max((v for v in flagged.values() if v is not None), default=None)
+        out.append(
+            RunEvent(
+                DRIFT_DETECTED,
+                {
+                    "features": flagged,
+                    "largest_psi": _round(largest),
+                    "threshold": drift.get("threshold"),
+                    "split": drift.get("split"),
+                    "line": "PSI above "
+                    f"{drift.get('threshold')}: "
+                    + ", ".join(f"{n} {_round(v)}" for n, v in flagged.items()),
+                },
+            )
+        )
+    unseen = drift.get("unseen") or {}
+    if unseen.get("flagged"):
+        out.append(
+            RunEvent(
+                UNSEEN_CATEGORIES,
+                {
+                    "columns": list(unseen["flagged"]),
+                    "share_threshold": unseen.get("share_threshold"),
+                    "subsets": unseen.get("subsets"),
+                    "line": _unseen_line(unseen),
+                },
+            )
+        )
+    changes = (metrics.get("data") or {}).get("changes")
+    if nothing_new(changes):
+        out.append(
+            RunEvent(
+                NO_NEW_DATA,
+                {
+                    "previous_run": changes["previous_run"],
+                    "removed": list(changes.get("removed") or []),
+                    "line": changes.get("line"),
+                },
+            )
+        )
+    for event in out:
+        event.payload = {"run_id": run_id, **event.payload}
+    return out
+
+
+def resource(run_id: str) -> dict[str, str]:
+    """A run's event resource."""
+    return {
+        "prefect.resource.id": f"{RESOURCE_PREFIX}.{run_id}",
+        "prefect.resource.name": run_id,
+    }
+
+
+def _completed(metrics: dict[str, Any], report: str | None) -> dict[str, Any]:
+    metric = metrics.get("primary_metric") or "auprc"
+    best = best_method(metrics.get("summary") or [], metric)
+    data = metrics.get("data") or {}
+    failed = sorted({f.get("method") for f in metrics.get("failures") or []})
+    return {
+        "status": metrics.get("status"),
+        "headline": (metrics.get("comparison") or {}).get("headline"),
+        "metric": metric,
+        "best_method": best[0] if best else None,
+        "best_value": _round(best[1]) if best else None,
+        "rows": data.get("rows"),
+        "frauds": data.get("frauds"),
+        "failed_methods": [m for m in failed if m],
+        "report": report,
+    }
+
+
+def _model_resources(metrics: dict[str, Any]) -> list[dict[str, str]]:
+    registry = metrics.get("registry") or {}
+    if not registry.get("model") or registry.get("version") is None:
+        return []
+    return [
+        {
+            "prefect.resource.id": f"{MODEL_RESOURCE_PREFIX}.{registry['model']}"
+            f".{registry['version']}",
+            "prefect.resource.role": "model-version",
+            "prefect.resource.name": f"{registry['model']} {registry['version']}",
+        }
+    ]
+
+
+def _unseen_line(unseen: dict[str, Any]) -> str:
+    parts = []
+    for subset, info in (unseen.get("subsets") or {}).items():
+        for column in info.get("columns") or []:
+            if column.get("column") in unseen["flagged"]:
+                parts.append(
+                    f"{column['column']} {subset} {column.get('share', 0):.1%}"
+                )
+    return "rows with a category training never saw: " + (
+        ", ".join(parts) or ", ".join(unseen["flagged"])
+    )
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(float(value), digits)

@@ -1,0 +1,468 @@
+"""The report's figures, drawn from a run's ``metrics.json``: the summary,
+amount, curve, GAN, fidelity and drift charts and the tables beside them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from markupsafe import Markup
+
+from pipeline.evaluation.comparison import format_p
+from pipeline.evaluation.metrics import METRIC_LABELS, METRICS
+from pipeline.report import charts
+
+# Report colours for the fidelity sources that are not methods.
+REAL_COLOUR = "#333333"
+
+
+def _curve_charts(metrics: dict, curves: dict, split: int) -> list[Markup]:
+    colours = charts.colours(metrics["methods"])
+    out = []
+    for kind, title, xl, yl, diag in (
+        ("pr", "Precision–recall", "recall", "precision", False),
+        ("roc", "ROC", "false positive rate", "true positive rate", True),
+    ):
+        views = [(f"{title}, split {split} (test rows)", curves.get(kind, {}), True)]
+        if metrics["n_splits"] > 1:
+            views.append(
+                (
+                    f"{title}, mean of {metrics['n_splits']} splits",
+                    curves.get(f"{kind}_mean", {}),
+                    False,
+                )
+            )
+        for chart_title, source, per_split in views:
+            series = []
+            for method in metrics["methods"]:
+                points = source.get(method, {})
+                points = points.get(split) if per_split else points
+                if points:
+                    series.append(
+                        {
+                            "name": method,
+                            "colour": colours[method],
+                            "x": points["x"],
+                            "y": points["y"],
+                        }
+                    )
+            out.append(
+                charts.line_chart(
+                    series,
+                    title=chart_title,
+                    x_label=xl,
+                    y_label=yl,
+                    x_range=(0.0, 1.0),
+                    y_range=(0.0, 1.0),
+                    diagonal=diag,
+                )
+            )
+    return out
+
+
+def _summary_charts(metrics: dict) -> list[Markup]:
+    colours = charts.colours(metrics["methods"])
+    per_split: dict[tuple[str, str], list[float]] = {}
+    for r in metrics["results"]:
+        for key in METRICS:
+            per_split.setdefault((r["method"], key), []).append(r.get(key))
+    out = []
+    label = METRIC_LABELS[metrics.get("primary_metric", "auprc")]
+    diffs = [
+        c
+        for c in metrics.get("comparison", {}).get("comparisons", [])
+        if c["baseline"] == "none"
+    ]
+    if diffs:
+        out.append(
+            charts.interval_chart(
+                [
+                    {
+                        "name": c["method"],
+                        "mean": c["mean_diff"],
+                        "ci": c.get("ci95"),
+                        "points": c.get("per_split", []),
+                        "colour": colours.get(c["method"], "#555"),
+                        "note": (
+                            f"Wilcoxon p = {format_p(c['p_wilcoxon'])}"
+                            if c.get("p_wilcoxon") is not None
+                            else None
+                        ),
+                    }
+                    for c in diffs
+                ],
+                title=f"Paired Δ {label} vs none (mean, 95 % CI, splits)",
+                x_label=f"{label} difference to no resampling (right of 0 = better)",
+                reference=0.0,
+                width=560,
+            )
+        )
+    for key, title, label, digits in (
+        ("auprc", "Test AUPRC (mean, 95 % CI, splits)", "AUPRC", 3),
+        ("recall_at_precision_90", "Recall at precision 0.90", "recall", 3),
+        (
+            "precision_top_k",
+            "Precision top-k per day (mean, 95 % CI, splits)",
+            "precision of the day's top-k alerts",
+            3,
+        ),
+        (
+            "net_savings",
+            "Net savings at the validation-chosen threshold",
+            "amount saved",
+            0,
+        ),
+    ):
+        if not any(s.get(f"{key}_mean") is not None for s in metrics["summary"]):
+            continue  # no cost view without an amount column
+        out.append(
+            charts.interval_chart(
+                [
+                    {
+                        "name": s["method"],
+                        "mean": s.get(f"{key}_mean"),
+                        "ci": s.get(f"{key}_ci95"),
+                        "points": per_split.get((s["method"], key), []),
+                        "colour": colours.get(s["method"], "#555"),
+                    }
+                    for s in metrics["summary"]
+                    if s.get(f"{key}_mean") is not None
+                ],
+                title=title,
+                x_label=label,
+                digits=digits,
+                width=560 if key == "auprc" else 460,
+            )
+        )
+    return out
+
+
+_DRIFT_COLOURS = {"significant": "#c0392b", "moderate": "#e67e22", "stable": "#7f8c8d"}
+
+
+def _drift_chart(metrics: dict, n_features: int = 15) -> Markup | None:
+    """The features' PSI, largest first, the threshold as a line."""
+    drift = metrics.get("drift")
+    if not drift or not drift.get("features"):
+        return None
+    shown = drift["features"][:n_features]
+    return charts.interval_chart(
+        [
+            {
+                "name": f["feature"],
+                "mean": f["psi"],
+                "ci": None,
+                "points": [],
+                "colour": _DRIFT_COLOURS[f["level"]],
+            }
+            for f in shown
+        ],
+        title=f"Population stability index, the {len(shown)} largest",
+        x_label=f"PSI (line: {drift['threshold']}, a significant shift)",
+        reference=drift["threshold"],
+        width=560,
+    )
+
+
+def rows_added(metrics: dict) -> dict[str, float | None]:
+    """Mean new minority rows over the splits, per method, at the chosen amounts
+    (``None`` for the methods that add none)."""
+    per_method: dict[str, list] = {}
+    for r in metrics["results"]:
+        per_method.setdefault(r["method"], []).append(
+            None if r.get("sampling_strategy") is None else r.get("n_added")
+        )
+    return {
+        m: None if None in v else round(sum(v) / len(v), 1)
+        for m, v in per_method.items()
+    }
+
+
+def amount_rows(metrics: dict) -> list[dict[str, Any]]:
+    """Per resampling method and grid amount: rows added, validation and test AUPRC
+    (means over splits) and on how many splits the amount was chosen."""
+    grids: dict[str, list[dict]] = {}
+    for r in metrics["results"]:
+        if len(r.get("amount_search") or []) > 1:
+            grids.setdefault(r["method"], []).append(r)
+    rows = []
+    for method, records in grids.items():
+        for i in range(min(len(r["amount_search"]) for r in records)):
+            points = [r["amount_search"][i] for r in records]
+            rows.append(
+                {
+                    "method": method,
+                    "position": i,
+                    "sampling_strategy": sum(p["sampling_strategy"] for p in points)
+                    / len(points),
+                    "n_added": sum(p["n_added"] for p in points) / len(points),
+                    "validation_auprc": sum(p["validation_auprc"] for p in points)
+                    / len(points),
+                    "test_auprc": sum(p["test_auprc"] for p in points) / len(points),
+                    "chosen": sum(
+                        r["n_added"] == p["n_added"]
+                        and r["sampling_strategy"] == p["sampling_strategy"]
+                        for r, p in zip(records, points, strict=True)
+                    ),
+                    "n_splits": len(records),
+                }
+            )
+    return rows
+
+
+def _rows_label(n: float) -> str:
+    return (
+        f"{n / 1000:.0f}k"
+        if n >= 9_500
+        else (f"{n / 1000:.1f}k" if n >= 1000 else f"{n:.0f}")
+    )
+
+
+def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
+    """The dose-response charts: AUPRC against rows added (log scale), per method,
+    on validation rows (what chose the amount) and on test rows. (Undersampling
+    adds no rows: its amounts are in the table beside, by the ratio reached.)"""
+    added = sorted({r["n_added"] for r in rows if r["n_added"] > 0})
+    if not added:
+        return []
+    colours = charts.colours(metrics["methods"])
+    lo, hi = math.log10(min(added)), math.log10(max(added))
+    ticks = [
+        (math.log10(v), _rows_label(v))
+        for v in (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
+        if lo - 0.05 <= math.log10(v) <= hi + 0.05
+    ]
+    baseline = {
+        key: [r[key] for r in metrics["results"] if r["method"] == "none"]
+        for key in ("validation_auprc", "auprc")
+    }
+    out = []
+    for key, subset in (("validation_auprc", "validation"), ("test_auprc", "test")):
+        series = []
+        for method in dict.fromkeys(r["method"] for r in rows if r["n_added"] > 0):
+            points = [r for r in rows if r["method"] == method and r["n_added"] > 0]
+            series.append(
+                {
+                    "name": method,
+                    "colour": colours.get(method, "#555"),
+                    "x": [math.log10(p["n_added"]) for p in points],
+                    "y": [p[key] for p in points],
+                }
+            )
+        none = baseline["validation_auprc" if subset == "validation" else "auprc"]
+        if none:
+            level = sum(none) / len(none)
+            series.append(
+                {
+                    "name": "none",
+                    "colour": colours.get("none", "#555"),
+                    "x": [lo, hi],
+                    "y": [level, level],
+                    "dash": True,
+                }
+            )
+        out.append(
+            charts.line_chart(
+                series,
+                title=f"{subset.capitalize()} AUPRC against rows added (mean over "
+                "splits)",
+                x_label="new minority rows added (log scale)",
+                y_label=f"{subset} AUPRC",
+                x_range=(lo - 0.05, hi + 0.05),
+                x_ticks=ticks,
+                width=560,
+            )
+        )
+    return out
+
+
+def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]:
+    if not histories:
+        return []
+    split = min(histories)
+    history = histories[split]
+    steps = [h["step"] for h in history]
+    out = []
+    for keys, title in (
+        (("critic_loss", "generator_loss"), "losses"),
+        (
+            ("wasserstein", "gradient_penalty"),
+            "W estimate and GP",
+        ),
+    ):
+        out.append(
+            charts.line_chart(
+                [
+                    {
+                        "name": k.replace("_", " "),
+                        "colour": charts.PALETTE[i],
+                        "x": steps,
+                        "y": [h.get(k) for h in history],
+                    }
+                    for i, k in enumerate(keys)
+                ],
+                title=f"GAN split {split}: {title}",
+                x_label="generator step",
+                y_label="value",
+            )
+        )
+    splits = sorted(histories)
+    palette = charts.colours([f"split {s}" for s in splits])
+    selection = {g["split"]: g.get("selection") or [] for g in metrics["gan"]["splits"]}
+    if any(selection.values()):
+        out.append(
+            charts.line_chart(
+                [
+                    {
+                        "name": f"split {s}{label}",
+                        "colour": palette[f"split {s}"],
+                        "x": [p["step"] for p in selection.get(s, [])],
+                        "y": [p.get(key) for p in selection.get(s, [])],
+                        **({"dash": True} if key == "ema_c2st_auc" else {}),
+                    }
+                    for s in splits
+                    for key, label in (
+                        ("c2st_auc", ""),
+                        ("ema_c2st_auc", " moving average"),
+                    )
+                    if any(key in p for p in selection.get(s, []))
+                ],
+                title="Validation C2ST while training (0.5 = ideal)",
+                x_label="generator step",
+                y_label="C2ST AUC",
+            )
+        )
+    out.append(
+        charts.line_chart(
+            [
+                {
+                    "name": f"split {s}",
+                    "colour": palette[f"split {s}"],
+                    "x": [h["step"] for h in histories[s]],
+                    "y": [h.get("nonfinite_steps", 0) for h in histories[s]],
+                }
+                for s in splits
+            ],
+            title="Non-finite updates skipped (cumulative)",
+            x_label="generator step",
+            y_label="skipped updates",
+        )
+    )
+    return out
+
+
+REPORT_FEATURES = 6
+"""Distribution charts in the report: the features the detectors rank highest."""
+
+
+def top_features(metrics: dict, k: int = REPORT_FEATURES) -> list[str]:
+    """The ``k`` features with the largest mean share of the detectors' total gain
+    (``none``'s detectors when it ran, else every method's), over the splits."""
+    records = [r for r in metrics["results"] if r.get("feature_importance")]
+    plain = [r for r in records if r["method"] == "none"]
+    records = plain or records
+    totals: dict[str, float] = {}
+    for r in records:
+        for name, share in r["feature_importance"].items():
+            totals[name] = totals.get(name, 0.0) + share
+    return [n for n, _ in sorted(totals.items(), key=lambda kv: -kv[1])][:k]
+
+
+def _axis_label(metrics: dict, feature: str) -> str:
+    schema = metrics.get("schema") or {}
+    if feature == schema.get("amount"):
+        return f"{feature} (amount)"
+    if feature == schema.get("time"):
+        return f"{feature} (time)"
+    if feature.endswith(".hour"):
+        return f"{feature} (hour of day)"
+    return feature
+
+
+def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
+    views = metrics.get("fidelity", {}).get("views")
+    if not views:
+        return [], []
+    method_colours = charts.colours(metrics["methods"])
+    source_colour = {"real": REAL_COLOUR, **method_colours}
+    reference = metrics.get("fidelity", {}).get("reference", "test")
+    label = {"real": f"real {reference} frauds (n={views['n_real']})"}
+    shown = [f for f in top_features(metrics) if f in views["histograms"]]
+    histograms = []
+    for feature in shown or list(views["histograms"])[:REPORT_FEATURES]:
+        h = views["histograms"][feature]
+        title = f"{feature}: real vs synthetic frauds"
+        if h.get("kind") == "categorical":
+            histograms.append(
+                charts.bar_chart(
+                    h["categories"],
+                    [
+                        {
+                            "name": label.get(
+                                source, f"{source} (n={h['n'][source]:,})"
+                            ),
+                            "colour": source_colour.get(source, "#555"),
+                            "values": share,
+                        }
+                        for source, share in h["share"].items()
+                    ],
+                    title=title,
+                    x_label=_axis_label(metrics, feature),
+                    y_label="share of rows",
+                )
+            )
+            continue
+        series = []
+        for source, density in h["density"].items():
+            x, y = charts.step_series(h["edges"], density)
+            name = label.get(source, f"{source} (n={h['n'][source]:,})")
+            series.append(
+                {
+                    "name": name,
+                    "colour": source_colour.get(source, "#555"),
+                    "x": x,
+                    "y": y,
+                    "dash": source != "real",
+                }
+            )
+        histograms.append(
+            charts.line_chart(
+                series,
+                title=title,
+                x_label=_axis_label(metrics, feature),
+                y_label="density",
+                width=360,
+                height=250,
+            )
+        )
+    heatmaps = [
+        charts.heatmap(
+            matrix,
+            views["features"],
+            title=f"{source}: association minus real frauds' association",
+        )
+        for source, matrix in views["corr_diff"].items()
+    ]
+    return histograms, heatmaps
+
+
+def fidelity_columns(metrics: dict) -> list[dict[str, Any]]:
+    """Per feature, each source's KS statistic (numeric) or total-variation
+    distance (categorical), mean over splits: the report's per-column table."""
+    fidelity = metrics.get("fidelity") or {}
+    sources = [k for k in ("cwgan_gp", "smote", "real_train") if k in fidelity]
+    if not sources:
+        return []
+    names = list(fidelity[sources[0]].get("per_column") or {})
+    rows = []
+    for name in names:
+        entry = fidelity[sources[0]]["per_column"][name]
+        kind = "tvd" if "tvd" in entry else "ks"
+        rows.append(
+            {
+                "feature": name,
+                "statistic": "total variation" if kind == "tvd" else "KS",
+                **{s: fidelity[s]["per_column"][name][kind] for s in sources},
+            }
+        )
+    return rows

@@ -1,0 +1,198 @@
+"""The morning page, ``reports/index.html``: every night's status, what
+arrived, the champion, drift and alerts, night by night."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from markupsafe import Markup
+
+from pipeline.evaluation.metrics import best_method
+from pipeline.report import charts
+from pipeline.report.render import templates
+
+
+def _date(run_id: str) -> str:
+    try:
+        return datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").strftime("%m-%d %H:%M")
+    except ValueError:
+        return run_id[:12]
+
+
+def night_figures(run: dict[str, Any]) -> dict[str, Any]:
+    """What the morning page shows of one run (a ``metrics.json``): its best
+    method, the champion on the newest data, drift's largest PSI, the rows and
+    frauds that arrived (a partitioned source's new and changed partitions; a
+    single file: all of it), and its alerts — the events ``fraudaug alerts``
+    notifies on by default (:mod:`pipeline.report.alerts`)."""
+    from pipeline.report.alerts import run_events
+
+    primary = run.get("primary_metric") or "auprc"
+    summary = run.get("summary") or []
+    means = {
+        s["method"]: s[f"{primary}_mean"]
+        for s in summary
+        if s.get(f"{primary}_mean") is not None
+    }
+    best = (best_method(summary, primary) or (None,))[0]
+    mon = run.get("monitoring") or {}
+    scored = mon.get("status") == "scored"
+    drift = run.get("drift") or {}
+    psi = [f["psi"] for f in drift.get("features") or [] if f.get("psi") is not None]
+    data = run.get("data") or {}
+    rows, frauds = data.get("rows"), data.get("frauds")
+    changes = data.get("changes") or {}
+    if data.get("partitions") and changes.get("previous_run"):
+        arrived = set(changes.get("new") or []) | set(changes.get("changed") or [])
+        parts = [p for p in data["partitions"] if p["path"] in arrived]
+        rows = sum(p.get("rows") or 0 for p in parts)
+        frauds = sum(p.get("frauds") or 0 for p in parts)
+    try:
+        alerts = [e.name for e in run_events(run) if e.kind.alert]
+    except (KeyError, TypeError, ValueError):  # an older run's metrics.json
+        alerts = []
+    return {
+        "primary": primary,
+        "best": best,
+        "best_value": means.get(best) if best else None,
+        "means": means,
+        "champion": mon.get("now", {}).get(mon.get("metric") or primary)
+        if scored
+        else None,
+        "champion_top_k": mon.get("now", {}).get("precision_top_k") if scored else None,
+        "champion_version": (mon.get("champion") or {}).get("version")
+        if scored
+        else None,
+        "decayed": bool(mon.get("alert")),
+        "psi": max(psi) if psi else None,
+        "psi_threshold": drift.get("threshold"),
+        "rows": rows,
+        "frauds": frauds,
+        "alerts": alerts,
+    }
+
+
+def render_index(runs: list[dict[str, Any]]) -> str:
+    """``reports/index.html``, the morning page: every run, newest first, with what
+    a morning read asks first (the champion on the newest data, drift, what
+    arrived, the alerts), charts of those night by night with the alerts marked,
+    and each method's mean test score run by run. Fits a 1280-pixel window."""
+    methods: list[str] = []
+    for run in runs:
+        for method in run.get("methods", []):
+            if method not in methods:
+                methods.append(method)
+    nights = {id(run): night_figures(run) for run in runs}
+    rows = [{"run": run, **nights[id(run)]} for run in runs]
+    chronological = sorted(runs, key=lambda r: r.get("run_id", ""))
+    figures = [nights[id(run)] for run in chronological]
+    every = max(1, math.ceil(len(chronological) / 5))  # labels that fit 530 px
+    ticks = [
+        (i, _date(r.get("run_id", "")))
+        for i, r in enumerate(chronological)
+        if i % every == 0
+    ]
+    marks = [(i, "; ".join(f["alerts"])) for i, f in enumerate(figures) if f["alerts"]]
+    primary = figures[-1]["primary"] if figures else "auprc"
+
+    def series(name: str, key: str, colour: str, dash: bool = False) -> dict | None:
+        points = [(i, f[key]) for i, f in enumerate(figures) if f[key] is not None]
+        if not points:
+            return None
+        return {
+            "name": name,
+            "colour": colour,
+            "dash": dash,
+            "x": [p[0] for p in points],
+            "y": [p[1] for p in points],
+        }
+
+    def chart(title: str, y_label: str, lines: list, **kw) -> Markup | None:
+        lines = [s for s in lines if s is not None]
+        if not lines:
+            return None
+        return charts.line_chart(
+            lines,
+            title=title,
+            x_label="night (run started, UTC)",
+            y_label=y_label,
+            width=530,
+            height=260,
+            x_ticks=ticks,
+            marks=marks,
+            **kw,
+        )
+
+    thresholds = [f["psi_threshold"] for f in figures if f["psi_threshold"] is not None]
+    level = (thresholds[-1], f"threshold {thresholds[-1]}") if thresholds else None
+    night_charts = [
+        chart(
+            "The champion on each night's newest data",
+            "score",
+            [
+                series("champion", "champion", "#111111"),
+                series("champion precision top-k", "champion_top_k", "#1f77b4", True),
+            ],
+            y_range=(0.0, 1.0),
+        ),
+        chart(
+            "Drift: the largest PSI, training vs test rows",
+            "PSI",
+            [series("largest PSI", "psi", "#9467bd")],
+            level=level,
+        ),
+        chart("Rows that arrived", "rows", [series("rows", "rows", "#2ca02c")]),
+        chart("Frauds that arrived", "frauds", [series("frauds", "frauds", "#d62728")]),
+    ]
+    colours = charts.colours(methods)
+    method_series = []
+    for method in methods:
+        points = [
+            (i, f["means"][method])
+            for i, f in enumerate(figures)
+            if f["means"].get(method) is not None
+        ]
+        if points:
+            method_series.append(
+                {
+                    "name": method,
+                    "colour": colours[method],
+                    "x": [p[0] for p in points],
+                    "y": [p[1] for p in points],
+                }
+            )
+    methods_chart = (
+        charts.line_chart(
+            method_series,
+            title=f"Mean test {primary} per method, run by run",
+            x_label="run started (UTC)",
+            y_label=primary,
+            width=1076,
+            height=300,
+            x_ticks=ticks,
+            marks=marks,
+        )
+        if method_series
+        else None
+    )
+    return (
+        templates()
+        .get_template("index.html.j2")
+        .render(
+            rows=rows,
+            methods=methods,
+            night_charts=[c for c in night_charts if c is not None],
+            chart=methods_chart,
+            colours=colours,
+            short_path=_short_path,
+        )
+    )
+
+
+def _short_path(path: str | None, keep: int = 26) -> str:
+    """A long path's last ``keep`` characters after an ellipsis (the index shows
+    the whole one on hover)."""
+    path = str(path or "")
+    return path if len(path) <= keep else "…" + path[-keep:]

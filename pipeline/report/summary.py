@@ -1,0 +1,77 @@
+"""A run's summary as Markdown and as a table (the Prefect artifacts the flow
+publishes)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from pipeline.report.figures import rows_added
+from pipeline.report.render import format_ci
+
+
+def _md_code(text: str) -> str:
+    """Untrusted text as inline Markdown code: no markup, no HTML, no way out."""
+    return "`" + html.escape(str(text).replace("`", "'"), quote=False) + "`"
+
+
+def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) -> str:
+    """A short Markdown summary of a run (for a Prefect artifact): the generated
+    headline and verdicts, the registry decision, the cached stages."""
+    lines = [f"# fraudaug run {metrics['run_id']}", ""]
+    if metrics["data"].get("demo"):
+        lines += ["**DEMO DATA: synthetic, not real transactions.**", ""]
+    lines += [f"**{metrics['comparison']['headline']}**", ""]
+    lines += [f"- {v}" for v in metrics["comparison"]["verdicts"]]
+    registry = metrics.get("registry")
+    if registry:
+        state = "promoted" if registry["promoted"] else "unchanged"
+        lines += ["", f"**Champion {state}.** {registry['reason']}."]
+        if registry.get("model_uri"):
+            aliases = ", ".join(registry.get("aliases") or [])
+            lines.append(f"Registered as `{registry['model_uri']}` ({aliases}).")
+    if metrics.get("cached_stages"):
+        lines += ["", "Cached stages: " + ", ".join(metrics["cached_stages"]) + "."]
+    data = metrics["data"]
+    lines += [
+        "",
+        f"Data: {_md_code(data['path'])} ({data['rows']:,} rows, {data['frauds']:,} "
+        f"frauds, sha256 `{data['sha256'][:12]}`); profile `{metrics['profile']}`, "
+        f"{metrics['n_splits']} split(s), seed {metrics['seed']}, "
+        f"{metrics.get('duration_seconds') or 0:.0f} s.",
+    ]
+    if report_path:
+        lines += ["", f"Report: {_md_code(report_path)}"]
+    return "\n".join(lines) + "\n"
+
+
+def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per method: means, CIs and the paired difference to ``none``."""
+    diffs = {
+        c["method"]: c
+        for c in metrics.get("comparison", {}).get("comparisons", [])
+        if c["baseline"] == "none"
+    }
+    added = rows_added(metrics)
+    rows = []
+    for s in metrics["summary"]:
+        d = diffs.get(s["method"])
+        rows.append(
+            {
+                "method": s["method"],
+                "rows_added_mean": added.get(s["method"]),
+                "auprc_mean": round(s["auprc_mean"], 4),
+                "auprc_ci95": format_ci(s.get("auprc_ci95")),
+                "delta_vs_none": None if d is None else round(d["mean_diff"], 4),
+                "delta_ci95": None if d is None else format_ci(d.get("ci95")),
+                "significant": None if d is None else bool(d.get("significant")),
+                "roc_auc_mean": round(s["roc_auc_mean"], 4),
+                "recall_at_precision_90_mean": round(
+                    s["recall_at_precision_90_mean"], 4
+                ),
+                "net_savings_mean": None
+                if s.get("net_savings_mean") is None
+                else round(s["net_savings_mean"], 2),
+            }
+        )
+    return rows

@@ -1,0 +1,487 @@
+"""The stages that fit the detectors: one method on one split at each amount
+of new rows, scored on validation and test rows; then the amount chosen on
+validation rows and the chosen fits' scores kept."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.core import interrupts, layout
+from pipeline.core.artifacts import (
+    atomic_path,
+    load_parquet,
+    load_parquet_rows,
+    save_parquet,
+)
+from pipeline.core.config import PipelineConfig
+from pipeline.core.errors import ConfigError, TrainingError, one_line
+from pipeline.core.memory import release_free_memory
+from pipeline.data.schema import TableSchema
+from pipeline.evaluation.metrics import compute_metrics
+from pipeline.evaluation.topk import top_k_metrics
+from pipeline.features.rows import (
+    SplitInputs,
+)
+
+logger = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------- detectors
+def stage_fit_detector(
+    inputs: SplitInputs,
+    method: str,
+    config: PipelineConfig,
+    *,
+    sampler_seed: int,
+    detector_seed: int,
+    scores_path: str | Path,
+    gan_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Fit one method's detectors on one split, one per amount of new minority rows
+    (:func:`~pipeline.resampling.methods.amount_targets`; ``none`` and
+    ``class_weight`` add no rows: one fit); score validation and test rows.
+
+    Resampling happens inside the pipeline's ``fit`` on the training rows only; the
+    validation rows (early stopping, the amount choice) and test rows (metrics) stay
+    real and untouched. Returns ``{"method", "split", "grid": [record, ...]}``, one
+    full record per amount, each naming its scores file (``scores_path`` with the
+    amount's index) and, on split 0, its saved detector; the amount is chosen later,
+    over every split's records (:func:`~pipeline.evaluation.amounts.choose_amounts`).
+    """
+    from pipeline.resampling.distributed import current_worker, spread_workers
+    from pipeline.resampling.methods import (
+        NEIGHBOURHOOD_SAMPLERS,
+        NOT_RESAMPLED,
+        UNDER_SAMPLERS,
+        amount_targets,
+        keep_targets,
+    )
+
+    split = inputs.split
+    workers = 1
+    if (
+        method in NOT_RESAMPLED
+        and config.detector.across_workers != "never"
+        and current_worker() is not None
+    ):
+        # A fit too large for one Dask worker: its rows are read on the workers.
+        sizes = inputs.sizes()
+        workers = spread_workers(
+            sizes["n_rows"],
+            sizes["n_features"],
+            placement=config.detector.across_workers,
+            worker_memory_share=config.detector.worker_memory_share,
+        )
+    data = inputs.load(train_features=workers == 1)
+    # The amount: fraud rows to reach (oversamplers) or legitimate rows to keep
+    # (undersamplers).
+    target_of = "n_majority" if method in UNDER_SAMPLERS else "n_minority"
+    scores_path = Path(scores_path)
+    grid: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    try:
+        targets: list[int | None] = (
+            [None]
+            if method in NOT_RESAMPLED
+            else (keep_targets if method in UNDER_SAMPLERS else amount_targets)(
+                data["train"]["y"], config.evaluation, data["train"]["weight"]
+            )
+        )
+    except ConfigError as exc:  # this split's rows leave the method nothing to do
+        logger.warning("split %d %s failed: %s", split, method, exc)
+        return {
+            "method": method,
+            "split": split,
+            "grid": [],
+            "failed": [{target_of: None, "reason": one_line(exc)}],
+        }
+    for i, target in enumerate(targets):
+        try:
+            record = _fit_one_detector(
+                data,
+                split,
+                method,
+                config,
+                **{target_of: target},
+                sampler_seed=sampler_seed,
+                detector_seed=detector_seed,
+                scores_path=scores_path.with_name(f"{scores_path.stem}-{i}.parquet"),
+                model_path=(
+                    scores_path.with_name(f"{scores_path.stem}-{i}.ubj")
+                    if split == 0  # the registry's challenger comes from split 0
+                    else None
+                ),
+                gan_dir=gan_dir,
+            )
+        except Exception as exc:  # one fit never costs the night
+            if interrupts.stopped_by(exc):
+                raise
+            reason = one_line(exc)
+            logger.warning(
+                "split %d %s%s failed: %s",
+                split,
+                method,
+                "" if target is None else f" ({target_of} {target:,})",
+                reason,
+            )
+            logger.debug("the failed fit's traceback", exc_info=True)
+            failed.append({target_of: target, "reason": reason})
+            continue
+        finally:
+            release_free_memory()  # the fit's resampled rows and matrices
+        grid.append(record)
+        if record["n_added"] == 0 and method in NEIGHBOURHOOD_SAMPLERS:
+            # Borderline SMOTE with no fraud in danger, ADASYN with no fraud that
+            # has a normal neighbour: what they find does not depend on the amount,
+            # so one neighbour search says it for every amount.
+            logger.warning(
+                "split %d %s adds no rows (it found nothing to resample); the other "
+                "amounts are skipped",
+                split,
+                method,
+            )
+            break
+    result: dict[str, Any] = {"method": method, "split": split, "grid": grid}
+    if failed:
+        result["failed"] = failed
+    return result
+
+
+def _fit_one_detector(
+    data: dict[str, Any],
+    split: int,
+    method: str,
+    config: PipelineConfig,
+    *,
+    n_minority: int | None = None,
+    n_majority: int | None = None,
+    sampler_seed: int,
+    detector_seed: int,
+    scores_path: Path,
+    model_path: Path | None,
+    gan_dir: str | Path | None,
+) -> dict[str, Any]:
+    """One detector at one amount: ``n_minority`` fraud rows to reach by
+    oversampling, or ``n_majority`` legitimate rows to keep by undersampling
+    (neither: no resampling)."""
+    from sklearn.metrics import average_precision_score
+
+    from pipeline.evaluation.metrics import choose_threshold
+    from pipeline.resampling.methods import (
+        added_size,
+        feature_importance,
+        fit_detection_pipeline,
+        fit_detector_on_workers,
+        fit_workers,
+        fraud_scores,
+        make_detection_pipeline,
+        make_detector,
+        make_sampler,
+        resampled_size,
+        synthetic_share,
+        was_reused,
+    )
+
+    y_train = data["train"]["y"]
+    transformer = data["transformer"]
+    train_weight = data["train"]["weight"]
+    share = synthetic_share(y_train, train_weight)
+    sampler = make_sampler(
+        method,
+        config.evaluation,
+        random_state=sampler_seed,
+        gan=config.gan,
+        gan_dir=gan_dir,
+        n_minority=n_minority,
+        n_majority=n_majority,
+        categorical_features=transformer.categorical_features,
+        n_features=len(transformer.feature_names),
+    )
+    val_weight = data["validation"]["weight"]
+    weight = None
+    if method == "class_weight":
+        # Reweight instead of resampling: negatives per positive in the training
+        # rows (those the sampled rows stand for, when sampled).
+        w = np.ones(len(y_train)) if train_weight is None else train_weight
+        weight = float(w[y_train == 0].sum() / max(w[y_train == 1].sum(), 1))
+    detector = make_detector(
+        config.detector,
+        random_state=detector_seed,
+        scale_pos_weight=weight,
+        feature_types=transformer.feature_types,
+    )
+    pipeline = make_detection_pipeline(sampler, detector)
+    start = time.perf_counter()
+    if data["train"]["X"] is None:  # read and trained on the Dask workers
+        fit_detector_on_workers(
+            pipeline,
+            data["train"]["read_block"],
+            data["train"]["rows"],
+            y_train,
+            data["validation"]["X"],
+            data["validation"]["y"],
+            sample_weight=train_weight,
+            eval_weight=val_weight,
+        )
+    else:
+        fit_detection_pipeline(
+            pipeline,
+            data["train"]["X"],
+            y_train,
+            data["validation"]["X"],
+            data["validation"]["y"],
+            # On sampled rows, each new row stands for 1 / share (amount_targets).
+            synthetic_weight=config.evaluation.synthetic_weight / share,
+            # Identical fits within the run (same rows, weights and settings) are
+            # done once; the folder goes with the other partial files.
+            reuse_dir=scores_path.parent / layout.FITS_DIR,
+            sample_weight=train_weight,
+            eval_weight=val_weight,
+            across_workers=config.detector.across_workers,
+        )
+    fit_seconds = time.perf_counter() - start
+    parts = []
+    scores = {}
+    for subset in ("validation", "test"):
+        scores[subset] = fraud_scores(pipeline, data[subset]["X"])
+        parts.append(
+            pd.DataFrame(
+                {
+                    "split": np.int32(split),
+                    "method": method,
+                    "subset": subset,
+                    "row": data[subset]["rows"].astype(np.int64),
+                    "score": scores[subset].astype(np.float64),
+                }
+            )
+        )
+    # The alert threshold is chosen on the validation rows, never on test.
+    threshold = choose_threshold(
+        data["validation"]["y"], scores["validation"], sample_weight=val_weight
+    )
+    metrics = compute_metrics(
+        data["test"]["y"],
+        scores["test"],
+        threshold=threshold,
+        amount=data["test"]["amount"],
+        review_cost=config.evaluation.review_cost,
+    )
+    # Its interval over bootstrap resamples of the test rows: for the chosen
+    # amount only (stage_choose_fits), as each takes seconds on a bank's test window.
+    metrics["auprc_bootstrap_ci95"] = None
+    k = config.evaluation.alerts_per_day
+    top_k = {s: top_k_metrics(data, s, scores[s], k) for s in ("validation", "test")}
+    if top_k["test"] is not None:
+        metrics.update(top_k["test"])
+    xgb = pipeline.named_steps["xgb"]
+    if model_path is not None:
+        with atomic_path(model_path, suffix=".ubj") as tmp:
+            xgb.save_model(tmp)
+    save_parquet(scores_path, pd.concat(parts, ignore_index=True))
+    # The minority/majority ratio the resampling reached (of the rows the
+    # sampled rows stand for, when sampled).
+    n_legit, n_fraud = int((y_train == 0).sum()), int((y_train == 1).sum())
+    stands_for = (
+        n_legit if train_weight is None else float(train_weight[y_train == 0].sum())
+    )
+    ratio = None
+    if n_minority is not None:  # the new rows stand for 1 / share each
+        ratio = round((n_fraud + (n_minority - n_fraud) / share) / stands_for, 6)
+    elif n_majority is not None:
+        ratio = round(n_fraud / (n_majority * stands_for / n_legit), 6)
+    record = {
+        "method": method,
+        "split": split,
+        "sampling_strategy": ratio,
+        "n_added": added_size(pipeline),
+        "validation_auprc": float(
+            average_precision_score(
+                data["validation"]["y"], scores["validation"], sample_weight=val_weight
+            )
+        ),
+        "validation_precision_top_k": None
+        if top_k["validation"] is None
+        else top_k["validation"]["precision_top_k"],
+        **metrics,
+        "scale_pos_weight": weight,
+        "sampled": data["sampled"],
+        "n_train": int(len(y_train)),
+        "n_train_resampled": resampled_size(pipeline),
+        "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
+        "fit_seconds": round(fit_seconds, 3),
+        "fit_workers": fit_workers(pipeline),
+        "reused_fit": was_reused(pipeline),
+        "feature_importance": feature_importance(xgb, transformer.feature_names),
+        "scores_path": str(scores_path),
+        "model_path": None if model_path is None else str(model_path),
+    }
+    logger.info(
+        "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
+        split,
+        method,
+        (
+            f"+{record['n_added']:>6,} rows"
+            if n_minority is not None
+            else (
+                ""
+                if n_majority is None
+                else f"-{len(y_train) - record['n_train_resampled']:>6,} rows"
+            )
+        ),
+        record["validation_auprc"],
+        record["auprc"],
+        fit_seconds,
+        ", the same rows as an earlier fit: reused" if record["reused_fit"] else "",
+    )
+    return record
+
+
+# ------------------------------------------------------------------------ outcome
+def stage_choose_fits(
+    fits: list[dict[str, Any]],
+    *,
+    run_dir: str | Path,
+    config: PipelineConfig,
+    frame_path: str | Path,
+    schema: TableSchema,
+    detector_seeds: list[int],
+) -> dict[str, Any]:
+    """Choose each method's amount on the validation rows
+    (``evaluation.amount_choice``;
+    :func:`pipeline.evaluation.amounts.choose_amounts`) and
+    keep what the chosen fits left: their split-0 detectors
+    (:func:`pipeline.core.layout.detector_path`) and their scores in
+    ``predictions.parquet`` (the other amounts' files go). Each chosen fit's
+    test AUPRC gets its bootstrap interval here (``auprc_bootstrap_ci95``; the
+    split's ``detector_seeds`` draw the resamples).
+
+    ``fits``: what :func:`stage_fit_detector` returned, a grid of amounts per
+    method and split. A method whose every amount failed on some split is left
+    out of the comparison (it is compared over all splits or not at all); each
+    failed fit is in ``failures``
+    (:func:`pipeline.evaluation.amounts.separate_failures`).
+    Returns ``{"fits": chosen records, "amount_choice", "predictions_path",
+    "failures"}``."""
+    from pipeline.evaluation.amounts import choose_amounts, separate_failures
+
+    run_dir = Path(run_dir)
+    fits, failures = separate_failures(fits)
+    if not fits:
+        raise TrainingError(
+            "every method failed: "
+            + "; ".join(f"{f['method']}: {f['reason']}" for f in failures)
+        )
+    chosen, amount_choice = choose_amounts(
+        fits, config.evaluation.amount_choice, config.evaluation.primary_metric
+    )
+    from pipeline.evaluation.metrics import bootstrap_ci
+
+    label = schema.label.column
+    for split in sorted({r["split"] for r in chosen}):
+        # A split's methods score the same test rows and draw the same resamples
+        # (its seed): one bootstrap for all of them.
+        records = [r for r in chosen if r["split"] == split]
+        tests = []
+        for record in records:
+            scores = load_parquet(
+                record["scores_path"], columns=["subset", "row", "score"]
+            )
+            tests.append(scores[scores["subset"] == "test"])
+        rows = tests[0]["row"].to_numpy()
+        if any(not np.array_equal(t["row"].to_numpy(), rows) for t in tests):
+            raise TrainingError(f"split {split}: the methods scored other test rows")
+        intervals = bootstrap_ci(
+            load_parquet_rows(frame_path, rows, [label])[label].to_numpy(np.int64),
+            [t["score"].to_numpy() for t in tests],
+            n_resamples=config.evaluation.n_bootstrap,
+            random_state=detector_seeds[split],
+            n_jobs=config.evaluation.n_jobs,
+        )
+        for record, interval in zip(records, intervals, strict=True):
+            record["auprc_bootstrap_ci95"] = interval
+    for record in chosen:
+        model = record.pop("model_path", None)
+        if model is not None:
+            target = layout.detector_path(run_dir, record["split"], record["method"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(model, target)
+    path = _merge_predictions(
+        run_dir,
+        [(r["split"], r["method"], r.pop("scores_path")) for r in chosen],
+        frame_path,
+        list(schema.id_columns),
+    )
+    return {
+        "fits": chosen,
+        "amount_choice": amount_choice,
+        "predictions_path": path,
+        "failures": failures,
+    }
+
+
+def _merge_predictions(
+    run_dir: Path,
+    parts: list[tuple[int, str, str]],
+    frame_path: str | Path,
+    id_columns: list[str],
+) -> str:
+    """One ``predictions.parquet`` from the fits' score files (``parts``: split,
+    method, path), sorted by split, method, subset and row; the input's
+    ``id_columns`` (read for the scored rows only) are carried beside ``row``.
+    Written a fit at a time: a bank's test windows make hundreds of millions of
+    scores over the methods and folds, never all in memory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run_dir / layout.PREDICTIONS_FILE
+    read: tuple[np.ndarray, pd.DataFrame] | None = None  # the last rows' ids
+    with atomic_path(path, suffix=".parquet") as tmp:
+        writer = None
+        try:
+            for _, _, scores in sorted(parts):
+                part = load_parquet(scores).sort_values(
+                    ["subset", "row"], kind="stable", ignore_index=True
+                )
+                if id_columns:
+                    rows = part["row"].to_numpy()
+                    # A split's methods score the same rows: their ids read once
+                    # (at 22M rows 1.9M rows of text ids, read for every method).
+                    if read is None or not np.array_equal(read[0], rows):
+                        read = (rows, load_parquet_rows(frame_path, rows, id_columns))
+                    ids = read[1]
+                    at = part.columns.get_loc("row") + 1
+                    for offset, name in enumerate(id_columns):
+                        part.insert(at + offset, name, ids[name].to_numpy())
+                table = pa.Table.from_pandas(part, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table.cast(writer.schema))
+        finally:
+            if writer is not None:
+                writer.close()
+    shutil.rmtree(run_dir / layout.SCORES_DIR, ignore_errors=True)
+    return str(path)
+
+
+def load_predictions(
+    path: str | Path, *, method: str, split: int, subset: str
+) -> pd.DataFrame:
+    """One fit's scores on one subset of ``predictions.parquet`` (only the row
+    groups that hold them are read)."""
+    return pd.read_parquet(
+        path,
+        columns=["row", "score"],
+        filters=[
+            ("method", "==", method),
+            ("split", "==", int(split)),
+            ("subset", "==", subset),
+        ],
+    )

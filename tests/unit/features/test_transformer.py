@@ -1,0 +1,148 @@
+"""The feature transformer: fitted on training rows only, exact inverse, JSON."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from pipeline.core.errors import ArtifactError
+from pipeline.data.schema import KAGGLE
+from pipeline.features.transformer import TabularTransformer
+
+FEATURES = tuple(c.name for c in KAGGLE.feature_columns)
+
+
+def test_transformer_is_fitted_on_the_given_rows_only(demo_frame):
+    train = demo_frame.iloc[:1000]
+    transformer = TabularTransformer().fit(train)
+    Z = transformer.transform(train)
+    np.testing.assert_allclose(Z.mean(axis=0), 0, atol=1e-9)
+    np.testing.assert_allclose(Z.std(axis=0), 1, atol=1e-9)
+    assert transformer.feature("V1")["mean"] == pytest.approx(train["V1"].mean())
+    assert transformer.feature("Amount")["mean"] == pytest.approx(
+        np.log1p(train["Amount"]).mean()
+    )
+
+
+def test_transformer_json_round_trip(demo_frame):
+    transformer = TabularTransformer().fit(demo_frame)
+    payload = json.loads(json.dumps(transformer.to_dict()))
+    again = TabularTransformer.from_dict(payload)
+    np.testing.assert_array_equal(
+        again.transform(demo_frame), transformer.transform(demo_frame)
+    )
+    with pytest.raises(ArtifactError, match="schema_version"):
+        TabularTransformer.from_dict({**payload, "schema_version": 99})
+
+
+def test_to_domain_makes_valid_transactions(demo_frame):
+    transformer = TabularTransformer().fit(demo_frame)
+    frame = transformer.inverse_transform(np.full((3, 30), -40.0))
+    fixed = transformer.to_domain(frame)
+    assert (fixed["Amount"] >= 0).all()
+    assert (fixed["Time"] >= demo_frame["Time"].min()).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(
+        np.float64,
+        (8, len(FEATURES)),
+        elements=st.floats(-1e4, 1e4, allow_nan=False, allow_infinity=False),
+    )
+)
+def test_inverse_is_exact(values):
+
+    frame = pd.DataFrame(values, columns=list(FEATURES))
+    frame["Amount"] = frame["Amount"].abs()
+    transformer = TabularTransformer().fit(frame)
+    back = transformer.inverse_transform(transformer.transform(frame))
+    np.testing.assert_allclose(back.to_numpy(), frame.to_numpy(), rtol=1e-9, atol=1e-8)
+
+
+def test_a_transformer_saved_before_schemas_still_loads(demo_frame):
+    """Registered champions keep a schema_version 1 transformer (the Kaggle
+    columns): scoring with them still works, with the same numbers."""
+    transformer = TabularTransformer().fit(demo_frame)
+    v1 = {
+        "schema_version": 1,
+        "kind": "log1p+standardise",
+        "columns": transformer.feature_names,
+        "log_columns": ["Amount"],
+        **{
+            key: {f["name"]: f[key] for f in transformer.features_}
+            for key in ("mean", "scale", "min", "max")
+        },
+    }
+    old = TabularTransformer.from_dict(json.loads(json.dumps(v1)))
+    assert old.schema == KAGGLE
+    np.testing.assert_array_equal(
+        old.transform(demo_frame), transformer.transform(demo_frame)
+    )
+
+
+def test_another_tables_model_space(mixed_frame, mixed_schema):
+    """Categories become codes learned on the training rows (an unseen one maps to
+    one extra code, counted), counts come back whole, a timestamp gives its hour
+    and weekday, ids and the label are no features; the inverse is exact."""
+    from pipeline.data.validation import validate_frame
+
+    frame = validate_frame(mixed_frame, "t.csv", schema=mixed_schema)
+    train, rest = frame.iloc[:5000], frame.iloc[5000:].copy()
+    transformer = TabularTransformer(mixed_schema).fit(train)
+    names = transformer.feature_names
+    assert "tx_datetime.hour" in names and "tx_datetime.dayofweek" in names
+    assert not {"tx_id", "customer_id", "terminal_id", "is_fraud"} & set(names)
+    assert "tx_datetime" not in names  # never a raw epoch
+    channel = names.index("channel")
+    assert channel in transformer.categorical_features
+    assert transformer.feature_types[channel] == "c"
+    rest.loc[rest.index[:7], "channel"] = "CRYPTO"
+    unseen: dict[str, int] = {}
+    Z = transformer.transform(rest, unseen=unseen)
+    assert unseen == {"channel": 7}
+    n_channels = len(transformer.feature("channel")["categories"])
+    assert (Z[:7, channel] == n_channels).all()  # the one "unseen" code
+    back = transformer.inverse_transform(Z[7:])
+    assert (back["channel"].to_numpy() == rest["channel"].iloc[7:].to_numpy()).all()
+    counts = back["customer_nb_tx_7d"]
+    assert counts.dtype == np.int64
+    assert (counts.to_numpy() == rest["customer_nb_tx_7d"].iloc[7:].to_numpy()).all()
+    np.testing.assert_allclose(back["amount"], rest["amount"].iloc[7:], rtol=1e-9)
+    again = TabularTransformer.from_dict(json.loads(json.dumps(transformer.to_dict())))
+    np.testing.assert_array_equal(again.transform(rest), Z)
+    assert again.schema == mixed_schema
+
+
+def test_generated_rows_become_table_rows(mixed_frame, mixed_schema):
+    """to_domain + to_table: within the training range, amounts to cents, whole
+    counts, booleans, a timestamp rebuilt in the training period on the generated
+    weekday and hour, the schema's feature columns in its order."""
+    from pipeline.data.validation import validate_frame
+
+    frame = validate_frame(mixed_frame, "t.csv", schema=mixed_schema)
+    transformer = TabularTransformer(mixed_schema).fit(frame)
+    rng = np.random.default_rng(0)
+    Z = transformer.transform(frame.sample(500, random_state=0))
+    numeric = [
+        j for j in range(Z.shape[1]) if j not in transformer.categorical_features
+    ]
+    Z[:, numeric] += rng.normal(0, 0.5, (500, len(numeric)))  # off the grid
+    table = transformer.to_table(
+        transformer.to_domain(transformer.inverse_transform(Z)), 0
+    )
+    assert list(table.columns) == [c.name for c in mixed_schema.feature_columns]
+    assert table["amount"].min() >= 0
+    assert (table["amount"].round(2) == table["amount"]).all()
+    assert table["amount"].max() <= frame["amount"].max()
+    assert table["weekend"].dtype == bool
+    assert table["customer_nb_tx_7d"].dtype == np.int64
+    stamps = table["tx_datetime"]
+    assert stamps.min() >= frame["tx_datetime"].min().normalize()
+    assert stamps.max() <= frame["tx_datetime"].max().normalize() + pd.Timedelta("1D")
+    weekday = transformer.inverse_transform(Z)["tx_datetime.dayofweek"]
+    assert (stamps.dt.day_of_week.to_numpy() == weekday.to_numpy()).all()

@@ -1,0 +1,73 @@
+"""The stage cache: entries keyed by inputs and code, files checked by sha256."""
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.run.cache import cache_filling, cache_get, cache_put, cache_valid
+
+
+def test_an_entry_is_whole_or_absent(tmp_path):
+    entry = tmp_path / "stages" / "x" / "key"
+    with pytest.raises(RuntimeError), cache_filling(entry) as tmp:
+        (tmp / "a.txt").write_text("a")
+        raise RuntimeError("interrupted")
+    assert not entry.exists() and list(entry.parent.iterdir()) == []
+    with cache_filling(entry) as tmp:
+        (tmp / "a.txt").write_text("a")
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "b.txt").write_text("b")
+    assert cache_valid(entry)
+    out = tmp_path / "out"
+    assert cache_get(entry, out)
+    assert (out / "sub" / "b.txt").read_text() == "b"
+    # A changed file makes it a miss, never a wrong hit.
+    (entry / "a.txt").write_text("changed")
+    assert not cache_valid(entry) and not cache_get(entry, tmp_path / "again")
+
+
+def test_an_entry_completed_meanwhile_is_kept(tmp_path):
+    """Two runs filling one entry: the second keeps the first's files (a run may
+    be reading them) and drops its own copy."""
+    entry = tmp_path / "key"
+    with cache_filling(entry) as tmp:
+        (tmp / "a.txt").write_text("first")
+        cache_put(entry, {"a.txt": _file(tmp_path / "src.txt", "second")})
+    assert (entry / "a.txt").read_text() == "second"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def _file(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_stage_cache_reuses_and_recomputes_deleted_files(tmp_path, sample_path):
+    from pipeline.core.config import load_config
+    from pipeline.run.prepare import stage_ingest, stage_preprocess
+
+    cache = tmp_path / "cache"
+    first = stage_ingest(sample_path, cache)
+    assert first["cached"] is False
+    again = stage_ingest(sample_path, cache)
+    assert again["cached"] is True and again["sha256"] == first["sha256"]
+    assert again["rows"] == 20_000 and again["frauds"] == 492
+    config = load_config("smoke")
+    a = stage_preprocess(again["frame_path"], tmp_path / "run-a", config, [1], cache)
+    b = stage_preprocess(again["frame_path"], tmp_path / "run-b", config, [1], cache)
+    assert (a["cached"], b["cached"]) == (False, True)
+    assert (tmp_path / "run-a" / "splits.parquet").read_bytes() == (
+        tmp_path / "run-b" / "splits.parquet"
+    ).read_bytes()
+    # Another seed is another key.
+    c = stage_preprocess(again["frame_path"], tmp_path / "run-c", config, [2], cache)
+    assert c["cached"] is False
+    # A cached result whose files were deleted is recomputed, not trusted.
+    for entry in (cache / "stages" / "preprocess").iterdir():
+        (entry / "splits.parquet").unlink()
+    d = stage_preprocess(again["frame_path"], tmp_path / "run-d", config, [1], cache)
+    assert d["cached"] is False
+    # A changed cached Parquet is not trusted either.
+    parquet = Path(first["frame_path"])
+    parquet.write_bytes(parquet.read_bytes()[:-10])
+    assert stage_ingest(sample_path, cache)["cached"] is False

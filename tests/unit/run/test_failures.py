@@ -1,0 +1,191 @@
+"""One method never costs the night: a fit that fails is recorded, the run goes on."""
+
+import numpy as np
+import pytest
+
+# Imported here, not under a test's captured stderr: importing Prefect sets up its
+# log handlers on the stderr of that moment.
+import flows.fraud_flow
+from pipeline.core.artifacts import load_json
+from pipeline.core.errors import one_line
+from pipeline.evaluation.amounts import failed_methods, separate_failures
+from pipeline.resampling.methods import TolerantADASYN
+
+
+def _burst(n_normal=300, n_fraud=30, seed=0):
+    """Frauds in one tight burst far from every normal row (card testing): no
+    fraud has a normal row among its nearest neighbours."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack(
+        [rng.normal(0, 1, (n_normal, 3)), 100 + rng.normal(0, 1e-3, (n_fraud, 3))]
+    )
+    y = np.r_[np.zeros(n_normal, int), np.ones(n_fraud, int)]
+    return X, y
+
+
+def test_adasyn_with_no_normal_neighbour_adds_nothing_instead_of_raising():
+    from imblearn.over_sampling import ADASYN
+
+    X, y = _burst()
+    with pytest.raises(RuntimeError, match="Not any neigbours"):
+        ADASYN(sampling_strategy={1: 60}, random_state=0).fit_resample(X, y)
+    X_res, y_res = TolerantADASYN(
+        sampling_strategy={1: 60}, random_state=0
+    ).fit_resample(X, y)
+    assert np.array_equal(X_res, X) and np.array_equal(y_res, y)
+
+
+def test_one_line_keeps_the_type_and_the_first_line():
+    assert one_line(RuntimeError("boom\nat line 2")) == "RuntimeError: boom"
+    assert one_line(MemoryError()) == "MemoryError"
+    assert len(one_line(ValueError("x" * 1000))) == 300
+
+
+def test_a_method_that_failed_on_a_split_is_left_out_whole():
+    record = {"validation_auprc": 0.5}
+    fits = [
+        {"method": "none", "split": 0, "grid": [record]},
+        {"method": "none", "split": 1, "grid": [record]},
+        {"method": "adasyn", "split": 0, "grid": [record]},
+        {
+            "method": "adasyn",
+            "split": 1,
+            "grid": [],
+            "failed": [{"n_minority": 10, "reason": "MemoryError"}],
+        },
+        {
+            "method": "smote",
+            "split": 0,
+            "grid": [record],
+            "failed": [{"n_minority": 99, "reason": "RuntimeError: big"}],
+        },
+        {"method": "smote", "split": 1, "grid": [record]},
+    ]
+    usable, failures = separate_failures(fits)
+    assert sorted({f["method"] for f in usable}) == ["none", "smote"]
+    assert failures == [
+        {
+            "method": "adasyn",
+            "split": 1,
+            "n_minority": 10,
+            "reason": "MemoryError",
+            "left_out": True,
+        },
+        {
+            "method": "smote",
+            "split": 0,
+            "n_minority": 99,
+            "reason": "RuntimeError: big",
+            "left_out": False,
+        },
+    ]
+    assert failed_methods(failures) == {"adasyn": "split 1: MemoryError"}
+
+
+class _Exploding:
+    """A sampler that raises inside the fit, as imbalanced-learn's do on data
+    they cannot handle."""
+
+    def fit_resample(self, X, y):
+        raise RuntimeError("the sampler gave up\nsecond line")
+
+
+@pytest.mark.slow
+def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
+    harness, sample_path, tmp_path, monkeypatch
+):
+    """One method's sampler raises: the other methods, the comparison, the report,
+    the registry and the index go on; the method is marked failed with its
+    one-line reason."""
+    import pipeline.evaluation.fidelity
+    import pipeline.resampling.methods
+    from flows.fraud_flow import fraud_augmentation
+
+    real = pipeline.resampling.methods.make_sampler
+
+    def make_sampler(method, *args, **kwargs):
+        if method == "smote":
+            return _Exploding()
+        return real(method, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline.resampling.methods, "make_sampler", make_sampler)
+
+    def views(*args, **kwargs):  # what failed a 22M-row run's fidelity stage
+        raise ValueError("zero-size array to reduction operation maximum")
+
+    monkeypatch.setattr(pipeline.evaluation.fidelity, "fidelity_views", views)
+    reports = tmp_path / "reports"
+    result = fraud_augmentation(
+        data_path=str(sample_path),
+        profile="smoke",
+        reports_dir=str(reports),
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        overrides={
+            "data": {"cache_dir": str(tmp_path / "cache")},
+            "evaluation": {"methods": ["none", "random_over", "smote"]},
+            "detector": {"n_estimators": 60},
+        },
+    )
+    assert result["status"] == "completed_with_failures"
+    assert result["failed_methods"] == {
+        "smote": "split 0: RuntimeError: the sampler gave up"
+    }
+    metrics = load_json(reports / "latest" / "metrics.json")
+    assert metrics["status"] == "completed_with_failures"
+    assert {(f["method"], f["reason"], f["left_out"]) for f in metrics["failures"]} == {
+        ("smote", "RuntimeError: the sampler gave up", True)
+    }
+    assert {s["method"] for s in metrics["summary"]} == {"none", "random_over"}
+    assert metrics["registry"]["challenger"]["method"] in ("none", "random_over")
+    report = (reports / "latest" / "report.html").read_text()
+    assert 'id="failures"' in report and "the sampler gave up" in report
+    assert "failed — left out of the comparison" in report
+    # The fidelity stage's SMOTE rows failed the same way: said, not fatal.
+    assert 'id="fidelity-failed"' in report and "smote" not in metrics["fidelity"]
+    # The whole fidelity stage failing is said too, and costs nothing else.
+    assert metrics["fidelity"]["failed"]["fidelity (split 0)"].startswith(
+        "ValueError: zero-size array"
+    )
+    assert (reports / "index.html").is_file()
+    from tests.helpers import mlflow_runs_named
+
+    (tracked,) = mlflow_runs_named(
+        result["run_id"], uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
+    )
+    assert tracked.info.status == "FINISHED"
+    assert tracked.data.tags["fraudaug.status"] == "completed_with_failures"
+    assert tracked.data.tags["fraudaug.failed_methods"] == "smote"
+
+
+def test_the_command_exits_3_with_one_line_when_a_method_failed(
+    tmp_path, sample_path, monkeypatch, capsys
+):
+    """``fraudaug run`` on a run that completed with failures: the report's path,
+    one line naming the failed method and why, exit code 3, no traceback."""
+    from flows.cli import main
+    from flows.commands import EXIT_COMPLETED_WITH_FAILURES
+
+    def flow(**kwargs):
+        return {
+            "report": str(tmp_path / "r" / "report.html"),
+            "status": "completed_with_failures",
+            "failed_methods": {"smote": "split 0: RuntimeError: the sampler gave up"},
+        }
+
+    monkeypatch.setattr(flows.fraud_flow, "with_task_runner", lambda *a: flow)
+    code = main(
+        [
+            "run", "--data", str(sample_path), "--reports", str(tmp_path / "r"),
+            "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--set", f"data.cache_dir={tmp_path / 'cache'}",
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == EXIT_COMPLETED_WITH_FAILURES == 3
+    assert out.strip() == str(tmp_path / "r" / "report.html")
+    # (Log lines of earlier commands in this process may come before it.)
+    assert "Traceback" not in err
+    assert [x for x in err.splitlines() if x.startswith("fraudaug:")] == [
+        "fraudaug: completed with failures: smote left out (split 0: RuntimeError: "
+        "the sampler gave up) (see the report)"
+    ]

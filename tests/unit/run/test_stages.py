@@ -1,0 +1,81 @@
+"""The run's stages, called as the flow's tasks call them: over paths and small
+dicts (no Prefect here)."""
+
+import pandas as pd
+import pytest
+
+from pipeline.core.artifacts import load_parquet
+from pipeline.core.config import load_config, run_seeds
+from pipeline.features.rows import SplitInputs, forget_loaded
+from pipeline.run.fit import stage_fit_detector
+from pipeline.run.prepare import stage_ingest, stage_preprocess
+
+FAST = {"detector": {"n_estimators": 30}}
+
+
+@pytest.fixture(scope="module")
+def prepared(demo_frame, tmp_path_factory):
+    root = tmp_path_factory.mktemp("stages")
+    demo_frame.to_csv(root / "demo.csv", index=False)
+    ingested = stage_ingest(root / "demo.csv", root / "cache")
+    config = load_config("smoke", overrides=FAST)
+    seeds = run_seeds(config.seed, config.split.n_splits)
+    result = stage_preprocess(
+        ingested["frame_path"], root / "run", config, seeds["split"], root / "cache"
+    )
+    return {
+        **result,
+        "root": root,
+        "config": config,
+        "seeds": seeds,
+        "frame_path": ingested["frame_path"],
+    }
+
+
+def test_preprocessing_the_same_data_again_reuses_the_cache(prepared):
+    assert not prepared["cached"]
+    again = stage_preprocess(
+        prepared["frame_path"],
+        prepared["root"] / "run-2",
+        prepared["config"],
+        prepared["seeds"]["split"],
+        prepared["root"] / "cache",
+    )
+    assert again["cached"]
+    pd.testing.assert_frame_equal(
+        load_parquet(again["splits_path"]), load_parquet(prepared["splits_path"])
+    )
+
+
+@pytest.mark.parametrize("method", ["none", "smote"])
+def test_a_fit_scores_every_validation_and_test_row_of_its_split(prepared, method):
+    inputs = SplitInputs(
+        prepared["frame_path"],
+        prepared["splits_path"],
+        prepared["transformer_paths"][0],
+        0,
+    )
+    scores_path = prepared["root"] / "run" / "scores" / f"{method}-0.parquet"
+    scores_path.parent.mkdir(exist_ok=True)
+    result = stage_fit_detector(
+        inputs,
+        method,
+        prepared["config"],
+        sampler_seed=1,
+        detector_seed=2,
+        scores_path=scores_path,
+    )
+    assert "failed" not in result
+    grid = result["grid"]  # one record per amount of new rows
+    assert len(grid) == 1 if method == "none" else len(grid) >= 1  # none: one fit
+    data = inputs.load()
+    for i, record in enumerate(grid):
+        assert (record["n_added"] > 0) == (method == "smote")
+        assert 0 < record["auprc"] <= 1
+        scores = load_parquet(scores_path.with_name(f"{scores_path.stem}-{i}.parquet"))
+        for subset in ("validation", "test"):
+            rows = scores.loc[scores["subset"] == subset, "row"].to_numpy()
+            assert sorted(rows) == sorted(data[subset]["rows"])
+        # Split 0's detectors are kept: the registry's challenger comes from one.
+        assert scores_path.with_name(f"{scores_path.stem}-{i}.ubj").is_file()
+    forget_loaded()

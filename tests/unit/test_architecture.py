@@ -1,0 +1,183 @@
+"""Architecture rules: the floors (each package imports only those below it, no
+circle), the library never imports Prefect, nothing uses pickle, every artifact
+name is spelled once."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT  # noqa: E402
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """import-linter's contracts of ``root``'s pyproject.toml, on its packages."""
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        "sys.exit(lint_imports(no_cache=True, no_logo=True))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_floors_hold():
+    out = _lint_imports(ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout
+
+
+def test_the_floors_catch_an_import_up_a_floor(tmp_path):
+    for folder in ("pipeline", "flows"):
+        shutil.copytree(
+            ROOT / folder,
+            tmp_path / folder,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    errors = tmp_path / "pipeline" / "core" / "errors.py"
+    errors.write_text(errors.read_text() + "\nfrom pipeline.run import folders\n")
+    out = _lint_imports(tmp_path)
+    assert out.returncode != 0
+    assert "pipeline.core is not allowed to import pipeline.run" in out.stdout
+    assert "pipeline.core.errors -> pipeline.run.folders" in out.stdout
+
+
+def _circles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others
+    (strongly connected components of more than one module; Tarjan's)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(imports.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(imports):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    import grimp
+
+    graph = grimp.build_graph("pipeline", "flows", cache_dir=None)
+    imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    assert _circles(imports) == []
+
+
+def test_the_circle_check_sees_a_circle():
+    imports = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _circles(imports) == [["a", "b", "c"]]
+
+
+def test_pipeline_never_imports_prefect():
+    modules = sorted(
+        "pipeline." + ".".join(p.relative_to(ROOT / "pipeline").with_suffix("").parts)
+        for p in (ROOT / "pipeline").rglob("*.py")
+        if p.name not in {"__init__.py", "__main__.py"}
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'prefect'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_validate_does_not_import_tensorflow():
+    code = (
+        "import sys, flows.cli, pipeline.data.ingest, pipeline.core.config\n"
+        "import pipeline.run.prepare, pipeline.run.fit, pipeline.run.conclude\n"
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False False"
+
+
+def test_no_pickle_anywhere():
+    names = r"(c?pickle|joblib|cloudpickle|dill|shelve)"
+    pattern = re.compile(
+        rf"\b(import {names}\b|from {names} import|safe_mode\s*=\s*False)"
+    )
+    offenders = [
+        str(p)
+        for folder in ("pipeline", "flows")
+        for p in (ROOT / folder).rglob("*.py")
+        if pattern.search(p.read_text())
+    ]
+    assert offenders == []
+
+
+def _retyped_names(text: str) -> list[tuple[int, str]]:
+    """``(line, constant)`` for each artifact name of pipeline.core.layout that
+    ``text`` types again: a file name as any string literal, a folder name as a
+    path part ("gan" is also a config section), and ``split-{``."""
+    from pipeline.core import layout
+
+    names = {
+        k: v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)
+    }
+    names["split_dir"] = "split-{"
+    found = []
+    for constant, name in names.items():
+        quoted = re.escape(name)
+        if constant == "split_dir":
+            pattern = rf"[\"'/]{quoted}"
+        elif "." in name:
+            pattern = rf"[\"'/]{quoted}[\"']"
+        else:
+            pattern = rf"/\s*[\"']{quoted}[\"']|[\"']{quoted}/|/{quoted}/"
+        for match in re.finditer(pattern, text):
+            found.append((text.count("\n", 0, match.start()) + 1, constant))
+    return found
+
+
+def test_every_artifact_name_is_spelled_once():
+    """File and folder names come from pipeline.core.layout: no other module of the
+    library or the flow types one again."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {constant}"
+        for folder in ("pipeline", "flows")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name != "layout.py"
+        for line, constant in _retyped_names(path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_the_name_check_sees_a_retyped_name():
+    text = (
+        'history = gan_dir / "history.json"\n'
+        "gan = run_dir / 'gan' / name\n"
+        'split = run_dir / f"split-{k}"\n'
+        'section = config["gan"]\n'
+    )
+    assert sorted(_retyped_names(text)) == [
+        (1, "HISTORY_FILE"),
+        (2, "GAN_DIR"),
+        (3, "split_dir"),
+    ]

@@ -1,0 +1,212 @@
+"""The GPU check script runs end to end (on this CPU with --allow-cpu --quick) and
+prints the JSON the README's GPU section is made from."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT  # noqa: E402
+
+SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+
+
+def _run(*args, timeout=900):
+    env = {**os.environ, "FRAUDAUG_PYTHON": sys.executable}
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU is here")
+def test_gpu_check_refuses_a_machine_without_a_gpu(sample_path):
+    proc = _run("--data", str(sample_path))
+    assert proc.returncode == 2
+    assert "no NVIDIA GPU" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_gpu_check_runs_and_compares_with_the_cpu_baseline(sample_path, tmp_path):
+    """One variant end to end (each variant is the same subprocess with other
+    flags; training under every precision and XLA setting is test_gan_training's)."""
+    out = tmp_path / "gpu.json"
+    # Generous time limits: this checks what is measured, not how fast (a loaded
+    # machine once ran a variant past the default 240 s).
+    proc = _run(
+        *("--data", str(sample_path), "--allow-cpu", "--quick", "--out", str(out)),
+        *("--variant-timeout", "900", "--variant", "float32:0"),
+        timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = json.loads(proc.stdout)
+    assert printed == json.loads(out.read_text())
+    (v,) = printed["variants"]
+    assert (v["precision"], v["jit_compile"]) == ("float32", False)
+    assert "error" not in v, v
+    assert v["trainer_rows_per_s"] > 0 and v["bare_rows_per_s"] > 0
+    assert v["generate_rows_per_s"] > 0
+    assert v["batch_size"] == 512
+    assert printed["device"]["kind"] in ("CPU", "GPU")
+    assert printed["quick"] is True
+    assert printed["data"]["rows"] == 20_000
+    # Compared with the newest committed CPU benchmark.
+    baseline = printed["cpu_baseline"]
+    assert baseline and baseline["trainer_rows_per_s"] > 0
+    assert printed["trainer_speedup_vs_cpu"] == pytest.approx(
+        printed["trainer_rows_per_s"] / baseline["trainer_rows_per_s"], abs=0.01
+    )
+
+
+def test_gpu_check_measures_every_variant_by_default(
+    sample_path, tmp_path, monkeypatch
+):
+    """Without --variant: all four, each its own `benchmarks --gan-only` process
+    with its precision and XLA flag (the processes replaced by a recorder)."""
+    from benchmarks import gpu_check
+
+    commands = []
+
+    def fake_run(command, **kwargs):
+        commands.append(command)
+        out = Path(command[command.index("--out") + 1])
+        rate = {"trainer_rows_per_s": 1000, "bare_rows_per_s": 2000, "batch_size": 512}
+        out.write_text(json.dumps({
+            "trainer_vs_bare_ratio": 0.5, "trainer": rate, "generate_rows_per_s": 10,
+            "device": {"kind": "CPU"}, "data": {"rows": 20_000},
+        }))  # fmt: skip
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(gpu_check.subprocess, "run", fake_run)
+    printed = gpu_check.main(
+        ["--data", str(sample_path), "--allow-cpu", "--out", str(tmp_path / "g.json")]
+    )
+    measured = {(v["precision"], v["jit_compile"]) for v in printed["variants"]}
+    assert measured == set(gpu_check.VARIANTS) == {
+        ("float32", False), ("float32", True),
+        ("mixed_bfloat16", False), ("mixed_bfloat16", True),
+    }  # fmt: skip
+    for command in commands:
+        assert command[1:4] == ["-m", "benchmarks", "--gan-only"]
+    flags = {(c[c.index("--precision") + 1], "--jit-compile" in c) for c in commands}
+    assert flags == measured
+
+
+@pytest.mark.slow
+def test_gan_fidelity_benchmark_pairs_candidates_with_the_default(
+    sample_path, tmp_path, monkeypatch
+):
+    from benchmarks import gan_fidelity
+
+    monkeypatch.setattr(gan_fidelity, "RESULTS", tmp_path / "results")
+    args = [
+        "--data",
+        str(sample_path),
+        "--splits",
+        "2",
+        "--seed",
+        "0",
+        "--seed",
+        "1",
+        "--jobs",
+        "2",
+        "--set",
+        "gan.steps=8",
+        "--set",
+        "gan.eval_every=4",
+        "--candidate",
+        "quantile:gan.encoding=quantile,gan.critic_widths=[32,32]",
+        "--candidate",
+        "filtered:gan.filter=classifier,gan.filter_share=0.5",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--tag",
+        "t",
+    ]
+    out = gan_fidelity.main(args)
+    assert set(out["summary"]) == {"default", "quantile", "filtered"}
+    assert out["candidates"]["quantile"]["config"]["critic_widths"] == [32, 32]
+    runs = out["runs"]["quantile"]
+    assert sorted((r["split"], r["seed"]) for r in runs) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    ]
+    paired = out["summary"]["quantile"]["vs_default"]["test_c2st"]
+    diffs = [
+        r["test_c2st"] - d["test_c2st"]
+        for r, d in zip(runs, out["runs"]["default"], strict=True)
+    ]
+    assert paired["mean"] == pytest.approx(sum(diffs) / 4) and paired["n"] == 4
+    assert set(out["references"]) == {"(real_train)", "(smote)"}
+    # The filter acts when rows are drawn: the filtered candidate is the default's
+    # trained GAN (same training, same selection), judged on other rows.
+    pairs = zip(out["runs"]["default"], out["runs"]["filtered"], strict=True)
+    for plain, filtered in pairs:
+        assert filtered["train_seconds"] == plain["train_seconds"]
+        assert filtered["selection_c2st"] == plain["selection_c2st"]
+        assert filtered["test_c2st"] != plain["test_c2st"]
+        assert filtered["validation_c2st"] != plain["validation_c2st"]
+    saved = json.loads(
+        (tmp_path / "results").glob("gan-fidelity-*-t.json").__next__().read_text()
+    )
+    assert saved["table"] == out["table"]
+    # A second run measures nothing again: every job comes from the cache.
+    again = gan_fidelity.main(args)
+    assert again["runs"] == out["runs"]
+
+
+def test_the_cost_curve_is_drawn_from_a_scale_result(tmp_path):
+    """benchmarks.scale --chart-of draws a result's cost curve as one standalone
+    SVG (well-formed, its style inside): a line per profile through every run
+    that finished, the table sizes as ticks."""
+    import xml.etree.ElementTree as ET
+
+    from benchmarks import scale
+
+    def run(profile, rows, seconds, peak, code=0):
+        return {
+            "profile": profile, "rows": rows, "exit_code": code,
+            "seconds_per_million_rows": seconds, "peak_rss_mb": peak,
+        }  # fmt: skip
+
+    result = {
+        "runs": [
+            run("smoke", 1_400_000, 120.0, 3500),
+            run("smoke", 5_600_000, 80.0, 5100),
+            run("default", 1_400_000, 300.0, 3900),
+            run("default", 22_400_000, 150.0, 7000),
+            run("default", 5_600_000, 9.0, 9000, code=1),  # failed: not drawn
+        ],
+        "cpu_count": 2,
+        "measured_at": "2026-12-05T04:00:00+00:00",
+    }
+    path = tmp_path / "scale-x.json"
+    path.write_text(json.dumps(result))
+    scale.main(["--chart-of", str(path)])
+    svg = ET.parse(path.with_suffix(".svg")).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.find(f"{ns}style") is not None
+    charts = svg.findall(f"{ns}svg")
+    assert len(charts) == 2
+    for chart in charts:
+        lines = {p.get("data-series"): p for p in chart.iter(f"{ns}polyline")}
+        assert set(lines) == {"smoke", "default"}
+        assert len(json.loads(lines["default"].get("data-xy"))) == 2
+        ticks = {t.text for t in chart.iter(f"{ns}text") if t.get("class") == "tick"}
+        assert {"1.4", "5.6", "22.4"} <= ticks
+    minutes = json.loads(
+        next(p for p in charts[0].iter(f"{ns}polyline")
+             if p.get("data-series") == "default").get("data-xy")
+    )  # fmt: skip
+    assert minutes == [[1.4, 5.0], [22.4, 2.5]]
