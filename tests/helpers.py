@@ -306,3 +306,148 @@ def prefect_serving(root: Path, *serve_args: str):
                     time.sleep(0.5)
                 os.killpg(serve.pid, signal.SIGTERM)
                 serve.wait(30)
+
+
+def demo_amounts(method: str, split: int) -> dict:
+    """A method's amount search on one split, as a fit record carries it."""
+    if method == "none":
+        search = [{"sampling_strategy": None, "n_added": 0}]
+    else:
+        search = [
+            {"sampling_strategy": r, "n_added": n}
+            for r, n in ((0.02, 10), (0.05, 40), (0.1, 90))
+        ]
+    for i, entry in enumerate(search):
+        entry["validation_auprc"] = 0.7 + 0.01 * i + 0.001 * split
+        entry["test_auprc"] = 0.72 + 0.02 * i
+    return {
+        "sampling_strategy": search[-1]["sampling_strategy"],
+        "n_added": search[-1]["n_added"],
+        "validation_auprc": search[-1]["validation_auprc"],
+        "amount_search": search,
+        "amount_rule": "per_split",
+    }
+
+
+def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
+    """A run's ``metrics.json`` for the report's tests: three methods on three
+    splits, summarised and compared as a run does."""
+    from pipeline.evaluation.comparison import compare_methods
+    from pipeline.evaluation.metrics import summarise
+
+    results = []
+    for split in (0, 1, 2):
+        for m, a in (("none", 0.8), ("smote", 0.82), ("cwgan_gp", 0.79)):
+            results.append(
+                {
+                    "method": m,
+                    "split": split,
+                    "auprc": a + 0.01 * split,
+                    "auprc_bootstrap_ci95": [a - 0.05, a + 0.05],
+                    "roc_auc": 0.95,
+                    "recall_at_precision_90": 0.7,
+                    "precision_at_recall_80": 0.6,
+                    "threshold": 0.5,
+                    "precision": 0.8,
+                    "recall": 0.75,
+                    "f1": 0.77,
+                    "confusion": {"tp": 3, "fp": 1, "fn": 2, "tn": 94},
+                    "alerts": 4,
+                    "fraud_amount": 500.0,
+                    "fraud_amount_caught": 300.0,
+                    "net_savings": 280.0,
+                    "n_test": 100,
+                    "n_test_frauds": 5,
+                    "n_train_resampled": 300,
+                    "best_iteration": 9,
+                    "fit_seconds": 1.0,
+                    **demo_amounts(m, split),
+                }
+            )
+    return {
+        "run_id": run_id,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "duration_seconds": 12.0,
+        "profile": "smoke",
+        "seed": 0,
+        "n_splits": 3,
+        "methods": ["none", "smote", "cwgan_gp"],
+        "data": {
+            "path": path,
+            "sha256": "ab" * 32,
+            "rows": 1000,
+            "frauds": 10,
+            "duplicate_rows": 0,
+            "demo": demo,
+        },
+        "results": results,
+        "summary": summarise(results),
+        "comparison": compare_methods(results, ("smote",)),
+        "amount_choice": {"rule": "per_split", "methods": {}},
+        "gan": {"splits": []},
+        "fidelity": {},
+        "config": {
+            "report": {"title": "fraudaug evaluation report"},
+            "split": {"mode": "stratified"},
+            "evaluation": {
+                "sampling_strategy": 0.1,
+                "review_cost": 5.0,
+                "synthetic_weight": 1.0,
+            },
+        },
+    }
+
+
+def ten_nights() -> list[dict]:
+    """Ten nightly runs' metrics on a partitioned source with a long path: night
+    4's champion degraded, night 7 had no new partition (monitored only)."""
+    from pipeline.evaluation.run_metrics import MONITOR_KIND
+
+    source = "/srv/fraud-team/warehouse/exports/card_transactions/daily_partitions"
+    nights, partitions = [], []
+    for night in range(10):
+        run_id = f"202601{night + 10:02d}T030000Z-abc{night:03d}"
+        if night != 7:
+            partitions = partitions + [
+                {
+                    "path": f"date=2026-01-{night + 10:02d}/part-0.parquet",
+                    "sha256": f"{night:064x}",
+                    "rows": 140_000 + 1_000 * night,
+                    "frauds": 240 + night,
+                }
+            ]
+        m = demo_metrics(path=source, run_id=run_id)
+        m["started_at"] = f"2026-01-{night + 10:02d}T03:00:00+00:00"
+        m["primary_metric"] = "auprc"
+        m["data"].update(
+            partitions=list(partitions),
+            changes={
+                "previous_run": nights[-1]["run_id"] if nights else None,
+                "new": [] if night == 7 else [partitions[-1]["path"]],
+                "changed": [],
+                "removed": [],
+                "line": "…",
+            },
+        )
+        drop = 0.09 if night == 4 else 0.01
+        m["monitoring"] = {
+            "status": "scored",
+            "alert": night == 4,
+            "alert_drop": 0.05,
+            "drop": drop,
+            "metric": "auprc",
+            "now": {"auprc": 0.84 - drop, "precision_top_k": 0.9},
+            "at_registration": {"auprc": 0.84},
+            "champion": {"version": "3", "method": "none", "run_id": "r"},
+            "line": f"the champion on the newest test rows: AUPRC {0.84 - drop:.4f}",
+        }
+        m["drift"] = {
+            "threshold": 0.25,
+            "split": 0,
+            "features": [{"feature": "amount", "psi": 0.02 + 0.01 * night}],
+            "flagged": [],
+        }
+        if night == 7:
+            m.update(kind=MONITOR_KIND, status="no_new_data", summary=[], methods=[])
+        nights.append(m)
+    return nights

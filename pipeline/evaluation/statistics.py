@@ -1,7 +1,7 @@
 """The statistics fraudaug reports, one copy of each: the t-interval of a mean
 over splits or days, the Wilcoxon signed-rank p-value of paired differences,
 percentile bootstrap intervals, and the stratified row bootstrap of AUPRC.
-Used by :mod:`pipeline.evaluation.metrics`, :mod:`pipeline.registry.store` and
+Used by :mod:`pipeline.evaluation.metrics`, :mod:`pipeline.registry.champion` and
 the benchmarks.
 """
 

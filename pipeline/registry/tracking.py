@@ -93,7 +93,7 @@ def store_lock(uri: str) -> Iterator[None]:
     """An exclusive lock for the tracking store at ``uri`` (blocks until free):
     ``<database>.lock`` beside an sqlite file; for a server, a lock file in the
     user's cache folder keyed by the URI, which serialises the runs of one machine
-    (see :func:`pipeline.registry.store.record_challenger` for runs on several)."""
+    (see :func:`pipeline.registry.promotion.record_challenger` for runs on several)."""
     from pipeline.core.artifacts import file_lock
 
     path = sqlite_path(uri)

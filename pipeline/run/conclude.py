@@ -254,7 +254,7 @@ def stage_registry(
 ) -> dict[str, Any]:
     """Offer the run's best detector (highest mean test primary metric,
     ``evaluation.primary_metric``; its split-0 model) to the registry as
-    challenger; returns the decision. See :mod:`pipeline.registry.store`."""
+    challenger; returns the decision. See :mod:`pipeline.registry.promotion`."""
     from pipeline.registry.promotion import record_challenger
 
     run_dir = Path(run_dir)

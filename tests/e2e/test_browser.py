@@ -189,7 +189,7 @@ def test_the_morning_page_fits_a_1280_pixel_window(browser, tmp_path):
     """Ten nights on a source with a long path: no horizontal scrolling at 1280
     pixels, every chart's title inside its chart, the alert marks drawn."""
     from pipeline.report.morning import render_index
-    from tests.test_report import ten_nights
+    from tests.helpers import ten_nights
 
     nights = ten_nights()
     (tmp_path / "index.html").write_text(render_index(list(reversed(nights))))

@@ -4,94 +4,7 @@ import pytest
 
 from pipeline.report.morning import render_index
 from pipeline.report.render import render_report
-
-
-def _amounts(method: str, split: int) -> dict:
-    if method == "none":
-        search = [{"sampling_strategy": None, "n_added": 0}]
-    else:
-        search = [
-            {"sampling_strategy": r, "n_added": n}
-            for r, n in ((0.02, 10), (0.05, 40), (0.1, 90))
-        ]
-    for i, entry in enumerate(search):
-        entry["validation_auprc"] = 0.7 + 0.01 * i + 0.001 * split
-        entry["test_auprc"] = 0.72 + 0.02 * i
-    return {
-        "sampling_strategy": search[-1]["sampling_strategy"],
-        "n_added": search[-1]["n_added"],
-        "validation_auprc": search[-1]["validation_auprc"],
-        "amount_search": search,
-        "amount_rule": "per_split",
-    }
-
-
-def _metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"):
-    from pipeline.evaluation.comparison import compare_methods
-    from pipeline.evaluation.metrics import summarise
-
-    results = []
-    for split in (0, 1, 2):
-        for m, a in (("none", 0.8), ("smote", 0.82), ("cwgan_gp", 0.79)):
-            results.append(
-                {
-                    "method": m,
-                    "split": split,
-                    "auprc": a + 0.01 * split,
-                    "auprc_bootstrap_ci95": [a - 0.05, a + 0.05],
-                    "roc_auc": 0.95,
-                    "recall_at_precision_90": 0.7,
-                    "precision_at_recall_80": 0.6,
-                    "threshold": 0.5,
-                    "precision": 0.8,
-                    "recall": 0.75,
-                    "f1": 0.77,
-                    "confusion": {"tp": 3, "fp": 1, "fn": 2, "tn": 94},
-                    "alerts": 4,
-                    "fraud_amount": 500.0,
-                    "fraud_amount_caught": 300.0,
-                    "net_savings": 280.0,
-                    "n_test": 100,
-                    "n_test_frauds": 5,
-                    "n_train_resampled": 300,
-                    "best_iteration": 9,
-                    "fit_seconds": 1.0,
-                    **_amounts(m, split),
-                }
-            )
-    return {
-        "run_id": run_id,
-        "started_at": "2026-01-01T00:00:00+00:00",
-        "duration_seconds": 12.0,
-        "profile": "smoke",
-        "seed": 0,
-        "n_splits": 3,
-        "methods": ["none", "smote", "cwgan_gp"],
-        "data": {
-            "path": path,
-            "sha256": "ab" * 32,
-            "rows": 1000,
-            "frauds": 10,
-            "duplicate_rows": 0,
-            "demo": demo,
-        },
-        "results": results,
-        "summary": summarise(results),
-        "comparison": compare_methods(results, ("smote",)),
-        "amount_choice": {"rule": "per_split", "methods": {}},
-        "gan": {"splits": []},
-        "fidelity": {},
-        "config": {
-            "report": {"title": "fraudaug evaluation report"},
-            "split": {"mode": "stratified"},
-            "evaluation": {
-                "sampling_strategy": 0.1,
-                "review_cost": 5.0,
-                "synthetic_weight": 1.0,
-            },
-        },
-    }
-
+from tests.helpers import demo_metrics, ten_nights
 
 CURVES = {
     kind: {
@@ -103,7 +16,7 @@ CURVES = {
 
 
 def test_report_is_self_contained_and_shows_every_method():
-    html = render_report(_metrics(), CURVES)
+    html = render_report(demo_metrics(), CURVES)
     for method in ("none", "smote", "cwgan_gp"):
         assert f'data-method="{method}"' in html
     _check_one_hashed_inline_script(html)
@@ -134,7 +47,7 @@ def _check_one_hashed_inline_script(html):
 
 
 def test_report_draws_every_chart_with_three_splits():
-    metrics = _metrics()
+    metrics = demo_metrics()
     curves = {
         **CURVES,
         **{
@@ -191,19 +104,19 @@ def test_report_draws_every_chart_with_three_splits():
 
 
 def test_demo_banner():
-    assert "DEMO DATA" in render_report(_metrics(demo=True), CURVES)
+    assert "DEMO DATA" in render_report(demo_metrics(demo=True), CURVES)
 
 
 def test_data_derived_strings_are_escaped():
-    html = render_report(_metrics(path="<script>alert(1)</script>.csv"), CURVES)
+    html = render_report(demo_metrics(path="<script>alert(1)</script>.csv"), CURVES)
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    index = render_index([_metrics(path="<script>x</script>")])
+    index = render_index([demo_metrics(path="<script>x</script>")])
     assert "<script>x</script>" not in index
 
 
 def test_index_lists_runs_and_charts_history():
-    runs = [_metrics(run_id=f"2026010{i}T000000Z-abc12{i}") for i in range(1, 4)]
+    runs = [demo_metrics(run_id=f"2026010{i}T000000Z-abc12{i}") for i in range(1, 4)]
     html = render_index(runs)
     for run in runs:
         assert f'href="{run["run_id"]}/report.html"' in html
@@ -214,12 +127,12 @@ def test_artifact_texts_escape_untrusted_paths():
     from pipeline.report.summary import summary_markdown, summary_table
 
     md = summary_markdown(
-        _metrics(path="x`<script>alert(1)</script>`.csv"), "/r/`x`.html"
+        demo_metrics(path="x`<script>alert(1)</script>`.csv"), "/r/`x`.html"
     )
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert md.count("`") % 2 == 0  # every code span closed: nothing escapes it
     assert "smote vs none: +0.020 AUPRC" in md
-    rows = summary_table(_metrics())
+    rows = summary_table(demo_metrics())
     assert [r["method"] for r in rows] == ["none", "smote", "cwgan_gp"]
     assert rows[1]["delta_vs_none"] == 0.02 and rows[1]["significant"] is True
 
@@ -227,8 +140,8 @@ def test_artifact_texts_escape_untrusted_paths():
 def test_out_of_time_figures_beside_the_random_split_run():
     from pipeline.evaluation.comparison import random_split_reference
 
-    earlier = _metrics(run_id="20251231T000000Z-random")
-    metrics = _metrics()
+    earlier = demo_metrics(run_id="20251231T000000Z-random")
+    metrics = demo_metrics()
     metrics["folds"] = [
         {"fold": 0, "train": ["a", "b"], "validation": ["b", "c"], "test": ["d", "e"]}
     ]
@@ -260,7 +173,7 @@ def test_unseen_categories_in_the_drift_section_and_the_headline():
     from pipeline.evaluation.drift import feature_drift, unseen_categories
 
     rng = np.random.default_rng(0)
-    metrics = _metrics()
+    metrics = demo_metrics()
     metrics["drift"] = feature_drift(
         rng.integers(0, 3, (200, 1)).astype(float),
         rng.integers(0, 3, (100, 1)).astype(float),
@@ -285,61 +198,6 @@ def test_unseen_categories_in_the_drift_section_and_the_headline():
     assert "<td>0 (0.00 %)</td>" in table
     metrics["drift"]["unseen"] = unseen_categories({"test": ({}, 100, None)})
     assert "No categorical column" in render_report(metrics, CURVES)
-
-
-def ten_nights() -> list[dict]:
-    """Ten nightly runs' metrics on a partitioned source with a long path: night
-    4's champion degraded, night 7 had no new partition (monitored only)."""
-    from pipeline.evaluation.run_metrics import MONITOR_KIND
-
-    source = "/srv/fraud-team/warehouse/exports/card_transactions/daily_partitions"
-    nights, partitions = [], []
-    for night in range(10):
-        run_id = f"202601{night + 10:02d}T030000Z-abc{night:03d}"
-        if night != 7:
-            partitions = partitions + [
-                {
-                    "path": f"date=2026-01-{night + 10:02d}/part-0.parquet",
-                    "sha256": f"{night:064x}",
-                    "rows": 140_000 + 1_000 * night,
-                    "frauds": 240 + night,
-                }
-            ]
-        m = _metrics(path=source, run_id=run_id)
-        m["started_at"] = f"2026-01-{night + 10:02d}T03:00:00+00:00"
-        m["primary_metric"] = "auprc"
-        m["data"].update(
-            partitions=list(partitions),
-            changes={
-                "previous_run": nights[-1]["run_id"] if nights else None,
-                "new": [] if night == 7 else [partitions[-1]["path"]],
-                "changed": [],
-                "removed": [],
-                "line": "…",
-            },
-        )
-        drop = 0.09 if night == 4 else 0.01
-        m["monitoring"] = {
-            "status": "scored",
-            "alert": night == 4,
-            "alert_drop": 0.05,
-            "drop": drop,
-            "metric": "auprc",
-            "now": {"auprc": 0.84 - drop, "precision_top_k": 0.9},
-            "at_registration": {"auprc": 0.84},
-            "champion": {"version": "3", "method": "none", "run_id": "r"},
-            "line": f"the champion on the newest test rows: AUPRC {0.84 - drop:.4f}",
-        }
-        m["drift"] = {
-            "threshold": 0.25,
-            "split": 0,
-            "features": [{"feature": "amount", "psi": 0.02 + 0.01 * night}],
-            "flagged": [],
-        }
-        if night == 7:
-            m.update(kind=MONITOR_KIND, status="no_new_data", summary=[], methods=[])
-        nights.append(m)
-    return nights
 
 
 def test_the_morning_page_shows_each_night_and_marks_its_alerts():
