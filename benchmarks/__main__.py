@@ -294,7 +294,7 @@ def bench_commands(
         fit_rows=np.r_[data["train"]["rows"], data["validation"]["rows"]],
         test_rows=data["test"]["rows"],
         test_scores=scores,
-        margin=0.0,
+        rope=0.0,
         n_resamples=0,
         random_state=0,
     )

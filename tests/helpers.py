@@ -124,6 +124,8 @@ def amount_grid(method, split, validation, test, **extra):
                 "n_added": 0 if len(validation) == 1 else 100 * (i + 1),
                 "validation_auprc": v,
                 "auprc": t,
+                "n_train": 600,
+                "n_test": 200,
                 **extra,
             }
             for i, (v, t) in enumerate(zip(validation, test, strict=True))
@@ -132,7 +134,7 @@ def amount_grid(method, split, validation, test, **extra):
 
 
 def offer_challenger(
-    store, candidates, name, run_id, margin=0.0, metrics=None, **decision
+    store, candidates, name, run_id, rope=0.0, metrics=None, **decision
 ):
     """One pipeline run's registry step: its MLflow run, then the challenger
     (``candidates``: the ``candidates`` fixture; ``name``: good or weak)."""
@@ -166,7 +168,7 @@ def offer_challenger(
             fit_rows=fit_rows,
             test_rows=test_rows,
             test_scores=model.predict_proba(X)[:, 1],
-            margin=margin,
+            rope=rope,
             n_resamples=100,
             random_state=0,
             **decision,
@@ -358,6 +360,7 @@ def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"
                     "net_savings": 280.0,
                     "n_test": 100,
                     "n_test_frauds": 5,
+                    "n_train": 300,
                     "n_train_resampled": 300,
                     "best_iteration": 9,
                     "fit_seconds": 1.0,
@@ -382,7 +385,7 @@ def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"
         },
         "results": results,
         "summary": summarise(results),
-        "comparison": compare_methods(results, ("smote",)),
+        "comparison": compare_methods(results, ("smote",), rope=0.01),
         "amount_choice": {"rule": "per_split", "methods": {}},
         "gan": {"splits": []},
         "fidelity": {},
@@ -451,3 +454,93 @@ def ten_nights() -> list[dict]:
             m.update(kind=MONITOR_KIND, status="no_new_data", summary=[], methods=[])
         nights.append(m)
     return nights
+
+
+def _decides(n_splits, mean, sd, rho, rope) -> bool:
+    """Whether a correlated t posterior over ``n_splits`` splits with this mean
+    and spread puts 0.95 on one outcome."""
+    import math
+
+    from scipy import stats
+
+    scale = sd * math.sqrt(1 / n_splits + rho / (1 - rho))
+    worse = stats.t.cdf(-rope, n_splits - 1, loc=mean, scale=scale)
+    better = stats.t.sf(rope, n_splits - 1, loc=mean, scale=scale)
+    return max(worse, better, 1 - worse - better) >= 0.95
+
+
+def recompute_comparisons(comparisons: list[dict]) -> None:
+    """Recompute every field of a run's paired comparisons (``metrics.json`` ->
+    ``comparison`` -> ``comparisons``) from what is written beside them (the
+    per-split differences, ``rho`` and ``rope``), with the textbook formulas
+    written out here rather than the pipeline's own functions, and assert they
+    agree: the corrected resampled t (Nadeau & Bengio), Holm's adjustment over
+    the run's comparisons, the correlated Bayesian t-test (Corani & Benavoli),
+    the decision at 0.95, the splits that would decide and the resolution."""
+    import math
+
+    import numpy as np
+    from scipy import stats
+
+    raw = []
+    for c in comparisons:
+        d = np.asarray(c["per_split"], dtype=float)
+        n, rho, rope = len(d), c["rho"], c["rope"]
+        assert c["n_splits"] == n
+        assert c["mean_diff"] == pytest.approx(d.mean(), abs=1e-12)
+        if n < 2:
+            assert c["ci95_corrected"] is None and c["p_better"] is None
+            raw.append(None)
+            continue
+        s = d.std(ddof=1)
+        q = stats.t.ppf(0.975, n - 1)
+        corrected = s * math.sqrt(1 / n + rho / (1 - rho))
+        assert c["sd_diff"] == pytest.approx(s)
+        assert c["ci95_plain"] == pytest.approx(
+            [d.mean() - q * s / math.sqrt(n), d.mean() + q * s / math.sqrt(n)]
+        )
+        assert c["ci95_corrected"] == pytest.approx(
+            [d.mean() - q * corrected, d.mean() + q * corrected]
+        )
+        if s:
+            p = 2 * stats.t.sf(abs(d.mean()) / corrected, n - 1)
+            worse = stats.t.cdf(-rope, n - 1, loc=d.mean(), scale=corrected)
+            better = 1 - stats.t.cdf(rope, n - 1, loc=d.mean(), scale=corrected)
+        else:  # every split the same difference: a point mass
+            p = float(d.mean() == 0)
+            worse, better = float(d.mean() < -rope), float(d.mean() > rope)
+        assert c["p_corrected"] == pytest.approx(p)
+        raw.append(c["p_corrected"])
+        assert c["p_worse"] == pytest.approx(worse, abs=1e-9)
+        assert c["p_better"] == pytest.approx(better, abs=1e-9)
+        assert c["p_equivalent"] == pytest.approx(1 - worse - better, abs=1e-9)
+        decided = {
+            "better": better,
+            "equivalent": 1 - worse - better,
+            "worse": worse,
+        }
+        expected = next((k for k, v in decided.items() if v >= 0.95), "undecided")
+        assert c["decision"] == expected
+        floor = s * math.sqrt(rho / (1 - rho))
+        assert c["resolution"] == pytest.approx(1.959964 * floor, rel=1e-6)
+        if not s:
+            assert c["splits_to_decide"] == n
+        elif c["splits_to_decide"] is None:
+            # No number of splits: not even infinitely many decide.
+            lim_worse = stats.norm.cdf(-rope, d.mean(), floor)
+            lim_better = stats.norm.sf(rope, d.mean(), floor)
+            assert max(lim_worse, lim_better, 1 - lim_worse - lim_better) < 0.95
+        else:
+            k = c["splits_to_decide"]
+            assert k >= n
+
+            assert _decides(k, d.mean(), s, rho, rope)
+            assert k == n or not _decides(k - 1, d.mean(), s, rho, rope)
+        assert (c["p_wilcoxon"] is None) == (n < 6)
+    # Holm over the run's family of comparisons.
+    family = sorted((p, i) for i, p in enumerate(raw) if p is not None)
+    m, running = len(family), 0.0
+    for rank, (p, i) in enumerate(family):
+        running = max(running, min(1.0, (m - rank) * p))
+        assert comparisons[i]["p_holm"] == pytest.approx(running)
+        assert comparisons[i]["significant"] == (running < 0.05)

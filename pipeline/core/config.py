@@ -293,6 +293,30 @@ class DetectorConfig(_Section):
     )
 
 
+class RopeConfig(_Section):
+    """The region of practical equivalence of each metric a run can compare
+    methods on (``evaluation.primary_metric``): a difference within ``±rope`` is
+    too small for a fraud team to act on. A comparison is decided (better,
+    equivalent, worse) when the posterior puts 0.95 beyond, inside or below it;
+    the champion rule promotes a challenger only when it is better by more than
+    it (docs: "The comparison", "Champion and MLflow")."""
+
+    auprc: float = Field(
+        0.01,
+        gt=0.0,
+        lt=1.0,
+        description="AUPRC points: 0.01 is about one more fraud in a hundred "
+        "found at the same precision.",
+    )
+    precision_top_k: float = Field(
+        0.01,
+        gt=0.0,
+        lt=1.0,
+        description="Share of a day's alerts that are frauds: 0.01 is one more "
+        "fraud in a hundred alerts.",
+    )
+
+
 class EvaluationConfig(_Section):
     methods: tuple[Method, ...] = METHODS
     sampling_strategy: float = Field(
@@ -352,6 +376,15 @@ class EvaluationConfig(_Section):
         description="The metric that drives the verdicts, the amount choice and the "
         "champion rule. precision_top_k needs a time column.",
     )
+    rope: RopeConfig = Field(
+        RopeConfig(),
+        description="Per metric, the region of practical equivalence: differences "
+        'within ±rope are too small to act on (e.g. {"auprc": 0.02}).',
+    )
+
+    def primary_rope(self) -> float:
+        """The region of practical equivalence of the primary metric."""
+        return getattr(self.rope, self.primary_metric)
 
     @model_validator(mode="after")
     def _check_methods(self) -> EvaluationConfig:
@@ -376,12 +409,17 @@ class RegistryConfig(_Section):
         description="Warn when the champion's primary metric on the newest test "
         "rows is more than this below its own figure at registration.",
     )
-    margin: float = Field(
-        0.0,
-        ge=0.0,
-        description="AUPRC the challenger must gain over the champion on the same "
-        "held-out rows, with the paired bootstrap interval's lower bound above 0.",
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _margin_moved(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "margin" in values:
+            raise ValueError(
+                "registry.margin is now evaluation.rope, one setting for the "
+                "comparison and the champion rule: the smallest difference that "
+                "matters (e.g. --set 'evaluation.rope={\"auprc\": 0.02}')"
+            )
+        return values
 
 
 class RetentionConfig(_Section):

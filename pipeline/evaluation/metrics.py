@@ -14,8 +14,8 @@ from sklearn.metrics import (
 
 from pipeline.evaluation.statistics import (
     bootstrap_auprc,
+    corrected_t_interval,
     percentile_interval,
-    t_interval,
 )
 
 METRICS = (
@@ -163,17 +163,41 @@ def bootstrap_ci(
 _UNBOUNDED = {"net_savings"}
 
 
+def split_rho(results: list[dict]) -> float:
+    """ρ of a run's splits: per split, its test rows over its training and test
+    rows (the training rows before any sampling under ``sampling.max_train_rows``:
+    the split's own rows), averaged over the splits. A 60/20/20 split gives 0.25
+    (test / training = 1/3); a rolling fold, its test window's rows over its
+    training and test windows' rows. How much splits that share training rows
+    are alike (:mod:`pipeline.evaluation.statistics`).
+
+    Raises
+    ------
+    KeyError
+        A record without ``n_train`` and ``n_test``.
+    """
+    per_split: dict[int, float] = {}
+    for r in results:
+        sampled = r.get("sampled") or {}
+        n_train = (sampled.get("train") or {}).get("rows_before", r["n_train"])
+        per_split.setdefault(r["split"], r["n_test"] / (r["n_test"] + n_train))
+    return float(np.mean(list(per_split.values()))) if per_split else 0.0
+
+
 def summarise(results: list[dict]) -> list[dict]:
-    """Per-method mean, standard deviation and 95 % t-interval over splits."""
+    """Per-method mean, standard deviation and 95 % interval over splits: the
+    corrected resampled t-interval (the splits share training rows; ``rho`` of
+    :func:`split_rho` is in each entry)."""
     frame = pd.DataFrame(results)
+    rho = split_rho(results)
     summary = []
     for method, group in frame.groupby("method", sort=False):
-        entry: dict = {"method": method, "n_splits": int(len(group))}
+        entry: dict = {"method": method, "n_splits": int(len(group)), "rho": rho}
         for metric in METRICS:
             if metric not in group:
                 continue
             values = group[metric].to_numpy(dtype=float)
-            sd, ci = t_interval(values, bounded=metric not in _UNBOUNDED)
+            sd, ci = corrected_t_interval(values, rho, bounded=metric not in _UNBOUNDED)
             entry[f"{metric}_mean"] = float(values.mean())
             entry[f"{metric}_sd"] = sd
             entry[f"{metric}_ci95"] = ci

@@ -15,7 +15,9 @@ from pipeline.evaluation.fidelity import summarise_fidelity
 from pipeline.evaluation.metrics import summarise
 from pipeline.evaluation.topk import summarise_top_k
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: comparisons corrected for shared training rows, with ROPE probabilities
+and decisions (``ci95_corrected``, ``p_better``, ``decision``, …)."""
 
 
 def gan_summary(gans: list[dict[str, Any]]) -> dict[str, Any]:
@@ -143,7 +145,9 @@ def build_metrics(
         "primary_metric": primary,
         "results": fits,
         "summary": summarise(fits),
-        "comparison": compare_methods(fits, SMOTE_FAMILY, primary),
+        "comparison": compare_methods(
+            fits, SMOTE_FAMILY, primary, rope=config.evaluation.primary_rope()
+        ),
         "precision_top_k": summarise_top_k(
             fits, config.evaluation.alerts_per_day, schema
         ),

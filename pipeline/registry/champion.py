@@ -5,9 +5,13 @@ A detector is judged only on rows it was never fitted, early-stopped or
 thresholded on (:func:`never_fitted`). The primary metric is AUPRC, compared with
 a stratified paired bootstrap of the rows (:func:`paired_bootstrap`), or
 precision top-k, compared with a paired bootstrap of the days
-(:func:`paired_top_k`). Pure functions of scores and rows: the store's reads and
-the promotion are :mod:`pipeline.registry.promotion`'s, the champion's nightly
-score :mod:`pipeline.registry.monitoring`'s.
+(:func:`paired_top_k`). The challenger is promoted when it is *practically*
+better: in at least 95 % of the resamples it beats the champion by more than the
+metric's region of practical equivalence (``evaluation.rope``), the same ROPE and
+the same 0.95 as the run's comparison of methods. Pure functions of scores and
+rows: the store's reads and the promotion are
+:mod:`pipeline.registry.promotion`'s, the champion's nightly score
+:mod:`pipeline.registry.monitoring`'s.
 """
 
 from __future__ import annotations
@@ -23,14 +27,21 @@ def paired_bootstrap(
     challenger: np.ndarray,
     champion: np.ndarray,
     *,
+    rope: float | None,
     n_resamples: int,
     random_state: int,
 ) -> dict[str, Any]:
-    """AUPRC of both on the same rows, and a stratified paired bootstrap 95 %
-    interval of the difference (challenger - champion)."""
+    """AUPRC of both on the same rows; over a stratified paired bootstrap of the
+    rows, the 95 % interval of the difference (challenger - champion) and, with
+    a ``rope``, the shares of resamples in which it is below ``-rope``, within
+    ``±rope`` and above ``rope`` (``p_worse``, ``p_equivalent``, ``p_better``)."""
     from sklearn.metrics import average_precision_score
 
-    from pipeline.evaluation.statistics import bootstrap_auprc, percentile_interval
+    from pipeline.evaluation.statistics import (
+        bootstrap_auprc,
+        percentile_interval,
+        resampled_probabilities,
+    )
 
     values = bootstrap_auprc(
         y, [challenger, champion], n_resamples=n_resamples, random_state=random_state
@@ -43,6 +54,7 @@ def paired_bootstrap(
         "champion_auprc": float(b),
         "diff": float(a - b),
         "ci95": ci,
+        **({} if rope is None else resampled_probabilities(diffs, rope)),
         "n_rows": int(len(y)),
         "n_frauds": int((y == 1).sum()),
         "n_resamples": int(n_resamples),
@@ -57,16 +69,21 @@ def paired_top_k(
     totals: dict[int, int],
     alerts_per_day: int,
     *,
+    rope: float,
     n_resamples: int,
     random_state: int,
 ) -> dict[str, Any]:
     """Precision top-k per day of both on the same rows (whose days are ``days``,
-    of a table with ``totals`` rows per day), and a paired bootstrap 95 %
-    interval of the mean daily difference (challenger - champion), days drawn
-    with replacement."""
+    of a table with ``totals`` rows per day); over a paired bootstrap of the
+    days, the 95 % interval of the mean daily difference (challenger -
+    champion) and the shares of resamples below, within and above ``±rope``."""
     import numpy as np
 
-    from pipeline.evaluation.statistics import bootstrap_means, percentile_interval
+    from pipeline.evaluation.statistics import (
+        bootstrap_means,
+        percentile_interval,
+        resampled_probabilities,
+    )
     from pipeline.evaluation.topk import precision_top_k_of_rows
 
     a, b = (
@@ -86,6 +103,7 @@ def paired_top_k(
         "champion": float(b.mean()),
         "diff": float(diffs.mean()),
         "ci95": ci,
+        **resampled_probabilities(means, rope),
         "n_days": int(len(diffs)),
     }
 
@@ -109,7 +127,7 @@ def decide(
     challenger_scores: np.ndarray,
     champion_scores: np.ndarray,
     held_out: str,
-    margin: float,
+    rope: float,
     n_resamples: int,
     random_state: int,
     metric: str = "auprc",
@@ -124,16 +142,20 @@ def decide(
     ``metric`` (``evaluation.primary_metric``) is the one compared: AUPRC with a
     stratified paired bootstrap of the rows, precision top-k (``alerts_per_day``,
     the rows' ``days`` of a table with ``day_totals`` rows per day) with a paired
-    bootstrap of the days. The challenger wins by at least ``margin`` with the
-    95 % interval above 0, or the champion stays; fewer than 5 frauds (or no
-    legitimate row) are too few to compare. Pure: nothing is read or written.
+    bootstrap of the days. The challenger is promoted when it is practically
+    better: in at least 95 % of the resamples
+    (:data:`~pipeline.evaluation.statistics.DECISION_LEVEL`) it beats the
+    champion by more than ``rope``, the metric's region of practical equivalence
+    (``evaluation.rope``); otherwise the champion stays. Fewer than 5 frauds (or
+    no legitimate row) are too few to compare. Pure: nothing is read or written.
     """
     import numpy as np
 
     from pipeline.evaluation.metrics import METRIC_LABELS, compute_metrics
+    from pipeline.evaluation.statistics import DECISION_LEVEL, decide
 
     decision: dict[str, Any] = {
-        "margin": margin,
+        "rope": rope,
         "champion": {
             k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
         },
@@ -151,6 +173,7 @@ def decide(
         y,
         challenger_scores,
         champion_scores,
+        rope=rope if metric == "auprc" else None,
         n_resamples=n_resamples,
         random_state=random_state,
     )
@@ -158,13 +181,6 @@ def decide(
         y, champion_scores, threshold=champion["threshold"]
     )
     decision["comparison"] = comparison
-    primary = {
-        "metric": "auprc",
-        "challenger": comparison["challenger_auprc"],
-        "champion": comparison["champion_auprc"],
-        "diff": comparison["diff"],
-        "ci95": comparison["ci95"],
-    }
     where = f"{comparison['n_rows']:,} shared held-out rows"
     if metric == "precision_top_k":
         primary = paired_top_k(
@@ -174,14 +190,25 @@ def decide(
             days,
             day_totals,
             alerts_per_day,
+            rope=rope,
             n_resamples=n_resamples,
             random_state=random_state,
         )
         comparison["primary"] = primary
         where += f" over {primary['n_days']} days, {alerts_per_day} alerts a day"
+    else:
+        primary = {
+            "metric": "auprc",
+            "challenger": comparison["challenger_auprc"],
+            "champion": comparison["champion_auprc"],
+            "diff": comparison["diff"],
+            "ci95": comparison["ci95"],
+            **{k: comparison[k] for k in ("p_worse", "p_equivalent", "p_better")},
+        }
     ci = primary["ci95"]
-    wins = primary["diff"] >= margin and ci is not None and ci[0] > 0
-    decision["promoted"] = bool(wins)
+    outcome = decide(primary)
+    decision["decision"] = outcome
+    decision["promoted"] = outcome == "better"
     label = METRIC_LABELS[metric]
     verdict = (
         f"challenger {method} {primary['challenger']:.4f} vs champion "
@@ -191,10 +218,13 @@ def decide(
     )
     if ci is not None:
         verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
+    verdict += (
+        f"; better by more than the ROPE ±{rope:g} in "
+        f"{primary['p_better']:.0%} of {n_resamples} resamples"
+    )
     decision["reason"] = verdict + (
-        f"; beats the champion by >= {margin} with the interval above 0: promoted"
-        if wins
-        else f"; not a clear win (margin {margin}, the interval must exclude 0): "
-        "the champion stays"
+        f" (>= {DECISION_LEVEL:.0%}): promoted"
+        if decision["promoted"]
+        else f" (a clear win needs {DECISION_LEVEL:.0%}): the champion stays"
     )
     return decision

@@ -47,7 +47,7 @@ def judge(
     frame: pd.DataFrame,
     test_rows: np.ndarray,
     test_scores: np.ndarray,
-    margin: float,
+    rope: float,
     n_resamples: int,
     random_state: int,
     metric: str = "auprc",
@@ -70,14 +70,14 @@ def judge(
 
     if champion is None:
         return {
-            "margin": margin,
+            "rope": rope,
             "promoted": True,
             "reason": "no champion yet: the challenger becomes champion",
         }
     model, transformer = load_detector(champion["path"])
     if transformer.schema != schema:
         return {
-            "margin": margin,
+            "rope": rope,
             "champion": {
                 k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
             },
@@ -104,7 +104,7 @@ def judge(
         if same
         else "the challenger's test rows (new data: the champion was trained on "
         "another file)",
-        margin=margin,
+        rope=rope,
         n_resamples=n_resamples,
         random_state=random_state,
         metric=metric,
@@ -124,14 +124,21 @@ def _version_tags(
         "fraudaug.data_sha256": meta["data_sha256"],
         "fraudaug.decision": "promoted" if decision["promoted"] else "kept",
         "fraudaug.reason": decision["reason"][:5000],
-        "fraudaug.margin": repr(decision["margin"]),
+        "fraudaug.rope": repr(decision["rope"]),
         "fraudaug.compared_with": (decision.get("champion") or {}).get(
             "version", "none"
         ),
         **{f"fraudaug.test.{k}": repr(v) for k, v in meta["metrics"].items()},
     }
     comparison = decision.get("comparison") or {}
-    for key in ("challenger_auprc", "champion_auprc", "diff", "n_rows", "n_frauds"):
+    for key in (
+        "challenger_auprc",
+        "champion_auprc",
+        "diff",
+        "p_better",
+        "n_rows",
+        "n_frauds",
+    ):
         if key in comparison:
             tags[f"fraudaug.{key}"] = repr(comparison[key])
     if comparison.get("ci95"):
@@ -157,7 +164,7 @@ def record_challenger(
     fit_rows: np.ndarray,
     test_rows: np.ndarray,
     test_scores: np.ndarray,
-    margin: float,
+    rope: float,
     n_resamples: int,
     random_state: int,
     metric: str = "auprc",
@@ -215,7 +222,7 @@ def record_challenger(
                 frame=frame,
                 test_rows=test_rows,
                 test_scores=test_scores,
-                margin=margin,
+                rope=rope,
                 n_resamples=n_resamples,
                 random_state=random_state,
                 metric=metric,

@@ -231,6 +231,7 @@ def _completed(metrics: dict[str, Any], report: str | None) -> dict[str, Any]:
     return {
         "status": metrics.get("status"),
         "headline": (metrics.get("comparison") or {}).get("headline"),
+        "decision": (metrics.get("comparison") or {}).get("decision"),
         "metric": metric,
         "best_method": best[0] if best else None,
         "best_value": _round(best[1]) if best else None,

@@ -324,6 +324,77 @@ def interval_chart(
     return Markup("".join(parts))
 
 
+OUTCOME_COLOURS = {"worse": "#c0392b", "equivalent": "#95a5a6", "better": "#27ae60"}
+"""The three outcomes of a comparison, in the order drawn (left to right)."""
+
+
+def probability_chart(
+    rows: Sequence[dict[str, Any]],
+    *,
+    title: str,
+    level: float = 0.95,
+    width: int = 560,
+) -> Markup:
+    """Stacked bars from 0 to 1, one row per ``{"name", "p_worse",
+    "p_equivalent", "p_better", "decision"}``: the probability of each outcome
+    (:data:`OUTCOME_COLOURS`), each segment with its ``<title>``; ``level``
+    marks where an outcome is decided (a dashed line from each end)."""
+    left, right, top, row_h = 132, 20, 30, 22
+    legend_h = 22
+    height = top + row_h * len(rows) + 24 + legend_h
+    pw = width - left - right
+    bottom = top + row_h * len(rows)
+
+    def px(x: float) -> float:
+        return left + x * pw
+
+    parts = _svg_open(width, height, title, "chart probabilities")
+    for i in range(5):
+        fx = i / 4
+        parts.append(
+            f'<line x1="{px(fx):.1f}" y1="{top - 4}" x2="{px(fx):.1f}" '
+            f'y2="{bottom}" class="grid"/><text x="{px(fx):.1f}" y="{bottom + 14}" '
+            f'class="tick" text-anchor="middle">{fx:.2f}</text>'
+        )
+    for x in (level, 1.0 - level):
+        parts.append(
+            f'<line x1="{px(x):.1f}" y1="{top - 4}" x2="{px(x):.1f}" y2="{bottom}" '
+            'class="reference"/>'
+        )
+    for i, r in enumerate(rows):
+        y = top + row_h * i + 3
+        parts.append(
+            f'<g data-series="{_attr(r["name"])}"><text x="{left - 8}" '
+            f'y="{y + row_h / 2 + 1:.1f}" class="legend" text-anchor="end">'
+            f"{escape(r['name'])}</text>"
+        )
+        start = 0.0
+        for outcome, colour in OUTCOME_COLOURS.items():
+            p = r.get(f"p_{outcome}")
+            if not _finite(p):
+                continue
+            label = f"{r['name']}: P({outcome}) = {p:.3f}"
+            if r.get("decision"):
+                label += f" (decision: {r['decision']})"
+            parts.append(
+                f'<rect x="{px(start):.1f}" y="{y:.1f}" width="{p * pw:.1f}" '
+                f'height="{row_h - 6}" fill="{colour}"><title>{escape(label)}</title>'
+                "</rect>"
+            )
+            start += p
+        parts.append("</g>")
+    lx = left
+    for outcome, colour in OUTCOME_COLOURS.items():
+        parts.append(
+            f'<rect x="{lx}" y="{height - 15}" width="12" height="9" '
+            f'fill="{colour}"/><text x="{lx + 17}" y="{height - 7}" class="legend">'
+            f"{outcome}</text>"
+        )
+        lx += 110
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
 def _diverging(value: float) -> str:
     """White at 0, red for positive, blue for negative; saturated at |1|."""
     v = max(-1.0, min(1.0, value))

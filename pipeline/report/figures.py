@@ -74,35 +74,45 @@ def _summary_charts(metrics: dict) -> list[Markup]:
         if c["baseline"] == "none"
     ]
     if diffs:
+        rope = diffs[0]["rope"]
         out.append(
             charts.interval_chart(
                 [
                     {
                         "name": c["method"],
                         "mean": c["mean_diff"],
-                        "ci": c.get("ci95"),
+                        "ci": c.get("ci95_corrected"),
                         "points": c.get("per_split", []),
                         "colour": colours.get(c["method"], "#555"),
                         "note": (
-                            f"Wilcoxon p = {format_p(c['p_wilcoxon'])}"
-                            if c.get("p_wilcoxon") is not None
+                            f"Holm p = {format_p(c['p_holm'])}, {c['decision']}"
+                            if c.get("p_holm") is not None
                             else None
                         ),
                     }
                     for c in diffs
                 ],
-                title=f"Paired Δ {label} vs none (mean, 95 % CI, splits)",
+                title=f"Paired Δ {label} vs none (mean, corrected 95 % CI, splits)",
                 x_label=f"{label} difference to no resampling (right of 0 = better)",
                 reference=0.0,
                 width=560,
             )
         )
+        decided = [c for c in diffs if c.get("p_better") is not None]
+        if decided:
+            out.append(
+                charts.probability_chart(
+                    [{"name": c["method"], **c} for c in decided],
+                    title=f"P(worse / equivalent / better than none), ROPE ±{rope:g} "
+                    f"{label}",
+                )
+            )
     for key, title, label, digits in (
-        ("auprc", "Test AUPRC (mean, 95 % CI, splits)", "AUPRC", 3),
+        ("auprc", "Test AUPRC (mean, corrected 95 % CI, splits)", "AUPRC", 3),
         ("recall_at_precision_90", "Recall at precision 0.90", "recall", 3),
         (
             "precision_top_k",
-            "Precision top-k per day (mean, 95 % CI, splits)",
+            "Precision top-k per day (mean, corrected 95 % CI, splits)",
             "precision of the day's top-k alerts",
             3,
         ),

@@ -23,7 +23,8 @@ def _date(run_id: str) -> str:
 
 def night_figures(run: dict[str, Any]) -> dict[str, Any]:
     """What the morning page shows of one run (a ``metrics.json``): its best
-    method, the champion on the newest data, drift's largest PSI, the rows and
+    method, the decision its headline states (the GAN against ``none``), the
+    champion on the newest data, drift's largest PSI, the rows and
     frauds that arrived (a partitioned source's new and changed partitions; a
     single file: all of it), and its alerts — the events ``fraudaug alerts``
     notifies on by default (:mod:`pipeline.report.alerts`)."""
@@ -57,6 +58,7 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
         "primary": primary,
         "best": best,
         "best_value": means.get(best) if best else None,
+        "decision": (run.get("comparison") or {}).get("decision"),
         "means": means,
         "champion": mon.get("now", {}).get(mon.get("metric") or primary)
         if scored

@@ -20,7 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from pipeline.evaluation.comparison import format_p
+from pipeline.evaluation.comparison import decision_words, format_p, format_probability
 from pipeline.evaluation.metrics import METRIC_LABELS, METRICS, best_method
 from pipeline.report import charts
 from pipeline.report.figures import (
@@ -58,6 +58,8 @@ def templates() -> Environment:
     env.filters["num"] = format_number
     env.filters["ci"] = format_ci
     env.filters["p"] = format_p
+    env.filters["prob"] = format_probability
+    env.filters["decision"] = decision_words
     env.filters["signed"] = lambda v, d=4: "–" if v is None else f"{v:+.{d}f}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True)
     script, csp = _script()

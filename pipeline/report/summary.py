@@ -46,7 +46,8 @@ def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) ->
 
 
 def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per method: means, CIs and the paired difference to ``none``."""
+    """One row per method: means, corrected CIs, and the paired difference to
+    ``none`` with its corrected CI and decision."""
     diffs = {
         c["method"]: c
         for c in metrics.get("comparison", {}).get("comparisons", [])
@@ -63,8 +64,9 @@ def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
                 "auprc_mean": round(s["auprc_mean"], 4),
                 "auprc_ci95": format_ci(s.get("auprc_ci95")),
                 "delta_vs_none": None if d is None else round(d["mean_diff"], 4),
-                "delta_ci95": None if d is None else format_ci(d.get("ci95")),
-                "significant": None if d is None else bool(d.get("significant")),
+                "delta_ci95": None if d is None else format_ci(d.get("ci95_corrected")),
+                "decision": None if d is None else d.get("decision"),
+                "p_better": None if d is None else d.get("p_better"),
                 "roc_auc_mean": round(s["roc_auc_mean"], 4),
                 "recall_at_precision_90_mean": round(
                     s["recall_at_precision_90_mean"], 4

@@ -284,7 +284,7 @@ def stage_registry(
         fit_rows=fit_rows,
         test_rows=test["row"].to_numpy(),
         test_scores=test["score"].to_numpy(),
-        margin=config.registry.margin,
+        rope=config.evaluation.primary_rope(),
         n_resamples=max(config.evaluation.n_bootstrap, 50),
         random_state=config.seed,
         metric=primary,

@@ -1,5 +1,7 @@
-"""Methods compared over splits: paired differences, verdicts, the headline."""
+"""Methods compared over splits: corrected intervals, Holm, the correlated
+Bayesian t-test with its ROPE, decisions, verdicts and the headline."""
 
+import numpy as np
 import pytest
 
 from pipeline.evaluation.comparison import (
@@ -7,41 +9,173 @@ from pipeline.evaluation.comparison import (
     paired_difference,
     verdict_line,
 )
+from pipeline.evaluation.metrics import split_rho
+from tests.helpers import recompute_comparisons
+
+# 60/20/20 of 1,000 rows: rho = 200 / (600 + 200) = 0.25.
+ROWS = {"n_train": 600, "n_test": 200}
 
 
-def _results(diffs):
+def _results(diffs, others=None):
     out = []
     for split, d in enumerate(diffs):
-        out.append({"method": "none", "split": split, "auprc": 0.8})
-        out.append({"method": "cwgan_gp", "split": split, "auprc": 0.8 + d})
-        out.append({"method": "smote", "split": split, "auprc": 0.8 + d / 2})
+        out.append({"method": "none", "split": split, "auprc": 0.8, **ROWS})
+        out.append({"method": "cwgan_gp", "split": split, "auprc": 0.8 + d, **ROWS})
+        out.append({"method": "smote", "split": split, "auprc": 0.8 + d / 2, **ROWS})
+        for name, shift in (others or {}).items():
+            out.append(
+                {"method": name, "split": split, "auprc": 0.8 + shift[split], **ROWS}
+            )
     return out
 
 
-def test_paired_difference_noise_is_not_significant():
-    c = paired_difference(_results([0.01, -0.012, 0.004]), "cwgan_gp", "none")
-    assert c["mean_diff"] == pytest.approx(0.0006666, abs=1e-6)
-    assert c["ci95"][0] < 0 < c["ci95"][1] and not c["significant"]
-    assert 0 < c["p_wilcoxon"] <= 1
-    assert verdict_line(c).startswith("cwgan_gp vs none: +0.001 AUPRC, 95 % CI [")
-    assert "not significant" in verdict_line(c)
+def test_rho_is_the_test_rows_share_of_each_split_before_sampling():
+    assert split_rho(_results([0.0, 0.0])) == pytest.approx(0.25)
+    sampled = [
+        {
+            "split": 0,
+            "n_train": 1_000,  # the sample
+            "n_test": 3_000,
+            "sampled": {"train": {"rows_before": 9_000}},
+        },
+        {"split": 1, "n_train": 6_000, "n_test": 2_000, "sampled": None},
+    ]
+    assert split_rho(sampled) == pytest.approx((3_000 / 12_000 + 2_000 / 8_000) / 2)
 
 
-def test_consistent_gain_is_significant_and_headlined():
-    comparison = compare_methods(
-        _results([0.02, 0.021, 0.019, 0.02, 0.022]), ("smote",)
+def test_every_field_recomputes_from_the_differences_rho_and_rope():
+    rng = np.random.default_rng(3)
+    for n, shift in ((3, 0.0), (6, 0.004), (10, 0.03), (12, -0.05)):
+        diffs = list(shift + rng.normal(0, 0.012, n))
+        others = {"adasyn": list(rng.normal(0, 0.02, n)), "tie": [0.0] * n}
+        comparison = compare_methods(
+            _results(diffs, others), ("smote", "adasyn"), rope=0.01
+        )
+        assert comparison["rho"] == pytest.approx(0.25)
+        assert all(c["rope"] == 0.01 for c in comparison["comparisons"])
+        recompute_comparisons(comparison["comparisons"])
+
+
+def test_the_correction_widens_the_plain_interval_by_the_overlap():
+    c = paired_difference(
+        _results([0.02, 0.025, 0.015, 0.022]), "cwgan_gp", "none", rho=0.25, rope=0.01
     )
+    plain, corrected = np.diff(c["ci95_plain"])[0], np.diff(c["ci95_corrected"])[0]
+    # sqrt((1/4 + 1/3) / (1/4)): the factor the shared training rows add.
+    assert corrected / plain == pytest.approx(np.sqrt((1 / 4 + 1 / 3) / (1 / 4)))
+    # Without shared rows (rho 0) it is the plain interval.
+    independent = paired_difference(
+        _results([0.02, 0.025, 0.015, 0.022]), "cwgan_gp", "none", rho=0.0, rope=0.01
+    )
+    assert independent["ci95_corrected"] == pytest.approx(independent["ci95_plain"])
+
+
+def test_the_posterior_is_baycomps_correlated_t_test():
+    """On k-fold cross-validation (rho = 1/k) the closed form equals baycomp's
+    CorrelatedTTest, the reference implementation of Corani & Benavoli."""
+    from baycomp import CorrelatedTTest
+
+    rng = np.random.default_rng(0)
+    none = 0.8 + rng.normal(0, 0.02, 10)
+    gan = none + 0.012 + rng.normal(0, 0.01, 10)
+    results = [
+        r
+        for split in range(10)
+        for r in (
+            {"method": "none", "split": split, "auprc": none[split]},
+            {"method": "cwgan_gp", "split": split, "auprc": gan[split]},
+        )
+    ]
+    for rope in (0.005, 0.01, 0.02):
+        c = paired_difference(results, "cwgan_gp", "none", rho=0.1, rope=rope)
+        left, within, right = CorrelatedTTest.probs(none, gan, rope=rope, runs=1)
+        assert (c["p_worse"], c["p_equivalent"], c["p_better"]) == pytest.approx(
+            (left, within, right), abs=1e-9
+        )
+
+
+def test_three_noisy_splits_are_undecided_and_say_what_would_decide():
+    c = paired_difference(
+        _results([0.01, -0.012, 0.004]), "cwgan_gp", "none", rho=0.25, rope=0.02
+    )
+    assert c["decision"] == "undecided" and c["p_wilcoxon"] is None
+    assert c["splits_to_decide"] > 3
+    line = verdict_line({**c, "p_holm": c["p_corrected"]})
+    assert line.startswith("cwgan_gp vs none: +0.001 AUPRC, 95 % CI [")
+    assert "undecided after 3 splits: P(cwgan_gp better)" in line
+    assert f"about {c['splits_to_decide']} splits would decide" in line
+    # A ROPE narrower than the table can resolve: no number of splits would.
+    narrow = paired_difference(
+        _results([0.01, -0.012, 0.004]), "cwgan_gp", "none", rho=0.25, rope=0.001
+    )
+    assert narrow["resolution"] > 0.001 and narrow["splits_to_decide"] is None
+    assert "no number of splits of this table would decide" in verdict_line(
+        {**narrow, "p_holm": 1.0}
+    )
+
+
+def test_a_consistent_gain_beyond_the_rope_is_better_and_headlined():
+    comparison = compare_methods(
+        _results([0.04, 0.041, 0.039, 0.04, 0.042, 0.04]), ("smote",), rope=0.01
+    )
+    gan = next(
+        c
+        for c in comparison["comparisons"]
+        if (c["method"], c["baseline"]) == ("cwgan_gp", "none")
+    )
+    assert gan["decision"] == "better" and gan["significant"]
+    assert gan["p_wilcoxon"] is not None  # six splits: it can reach 0.05
+    assert comparison["headline"].startswith(
+        "cwgan_gp beats no resampling (none) on AUPRC: +0.040"
+    )
+    assert "This table resolves AUPRC differences of about ±" in comparison["headline"]
+    assert comparison["decision"]["decision"] == "better"
     assert comparison["best_smote_family"] == "smote"
-    assert comparison["headline"].startswith("Beats no resampling: cwgan_gp vs none")
     vs_smote = [c for c in comparison["comparisons"] if c["baseline"] == "smote"]
     assert {c["method"] for c in vs_smote} == {"none", "cwgan_gp"}
 
 
-def test_headline_says_plainly_when_nothing_beats_none():
-    comparison = compare_methods(_results([0.01, -0.012, 0.004]), ("smote",))
-    assert comparison["headline"] == (
-        "No method beats no resampling (none) on AUPRC with 95 % confidence "
-        "over 3 splits."
+def test_a_difference_inside_the_rope_is_equivalent_not_just_not_significant():
+    tiny = [0.001, -0.001, 0.0005, -0.0005, 0.001, 0.0, -0.001, 0.0005, 0.0, 0.0]
+    comparison = compare_methods(_results(tiny), ("smote",), rope=0.01)
+    assert comparison["decision"]["decision"] == "equivalent"
+    assert comparison["headline"].startswith(
+        "No method is better than no resampling (none) with P >= 0.95. cwgan_gp and "
+        "none are practically equivalent on AUPRC (P = "
     )
-    single = compare_methods(_results([0.05]), ("smote",))
+
+
+def test_a_clear_loss_is_worse():
+    comparison = compare_methods(
+        _results([-0.05, -0.06, -0.055, -0.05, -0.052, -0.058]), ("smote",), rope=0.01
+    )
+    assert comparison["decision"]["decision"] == "worse"
+    assert (
+        "cwgan_gp is worse than none on AUPRC: -0.054, P(worse) = "
+        in (comparison["headline"])
+    )
+
+
+def test_holm_adjusts_the_runs_family_of_lines():
+    """A p that is below 0.05 on its own is not significant once the run's
+    other comparisons are counted."""
+    diffs = [0.02, 0.028, 0.012, 0.024, 0.016, 0.022]
+    noise = {
+        f"m{i}": list(np.random.default_rng(i).normal(0, 0.02, 6)) for i in range(6)
+    }
+    comparison = compare_methods(_results(diffs, noise), ("smote",), rope=0.01)
+    gan = next(
+        c
+        for c in comparison["comparisons"]
+        if (c["method"], c["baseline"]) == ("cwgan_gp", "none")
+    )
+    assert gan["p_corrected"] < 0.05 <= gan["p_holm"] and not gan["significant"]
+
+
+def test_one_split_says_so():
+    single = compare_methods(_results([0.05]), ("smote",), rope=0.01)
     assert single["headline"].startswith("One split only")
+    assert single["decision"] is None
+    (gan,) = [c for c in single["comparisons"] if c["method"] == "cwgan_gp"][:1]
+    assert gan["ci95_corrected"] is None and gan["p_better"] is None
+    assert "no claim either way" in verdict_line(gan)

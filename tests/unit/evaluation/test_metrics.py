@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.metrics import f1_score
 
 from pipeline.evaluation.metrics import (
@@ -13,6 +14,9 @@ from pipeline.evaluation.metrics import (
     recall_at_precision,
     summarise,
 )
+
+# A 60/20/20 split of 1,000 rows: its test rows are rho = 0.25 of the rows it uses.
+ROWS = {"n_train": 600, "n_test": 200}
 
 
 def test_threshold_maximises_f1(scored):
@@ -60,20 +64,22 @@ def test_bootstrap_interval_brackets_the_estimate(scored):
 
 def test_summary_has_means_and_intervals():
     results = [
-        {"method": "none", "split": s, "auprc": a, "roc_auc": 0.9}
+        {"method": "none", "split": s, "auprc": a, "roc_auc": 0.9, **ROWS}
         for s, a in enumerate([0.8, 0.85, 0.9])
     ]
     (entry,) = summarise(results)
-    assert entry["auprc_mean"] == pytest.approx(0.85)
+    assert entry["auprc_mean"] == pytest.approx(0.85) and entry["rho"] == 0.25
     low, high = entry["auprc_ci95"]
-    assert low < 0.85 < high
+    # Corrected for the training rows the splits share (rho 0.25).
+    half = stats.t.ppf(0.975, 2) * 0.05 * np.sqrt(1 / 3 + 1 / 3)
+    assert (low, high) == pytest.approx((0.85 - half, 1.0))  # clipped at 1
     single = summarise(results[:1])[0]
     assert single["auprc_ci95"] is None
 
 
 def test_interval_is_clipped_to_the_metric_range():
     results = [
-        {"method": "none", "split": s, "auprc": a, "roc_auc": r}
+        {"method": "none", "split": s, "auprc": a, "roc_auc": r, **ROWS}
         for s, (a, r) in enumerate([(0.8, 0.99), (0.9, 0.999), (0.6, 0.93)])
     ]
     (entry,) = summarise(results)

@@ -8,7 +8,17 @@ from sklearn.metrics import average_precision_score
 from pipeline.evaluation.statistics import (
     bootstrap_auprc,
     bootstrap_means,
+    corrected_t_interval,
+    corrected_t_p,
+    decide,
+    holm,
+    overlap_factor,
     percentile_interval,
+    posterior,
+    resampled_probabilities,
+    resolution,
+    rope_probabilities,
+    splits_to_decide,
     t_interval,
     wilcoxon_p,
 )
@@ -29,6 +39,87 @@ def test_a_bounded_interval_stays_within_0_and_1():
     values = np.array([0.99, 0.999, 0.93])
     assert t_interval(values)[1][1] > 1.0
     assert t_interval(values, bounded=True)[1][1] == 1.0
+
+
+def test_the_corrected_interval_is_nadeau_and_bengios():
+    values = np.array([0.8, 0.85, 0.9, 0.7])
+    sd, (low, high) = corrected_t_interval(values, rho=0.25)
+    half = stats.t.ppf(0.975, 3) * values.std(ddof=1) * np.sqrt(1 / 4 + 1 / 3)
+    assert (low, high) == pytest.approx((values.mean() - half, values.mean() + half))
+    assert overlap_factor(4, 0.25) == pytest.approx(1 / 4 + 1 / 3)
+    assert corrected_t_interval(values, 0.0) == t_interval(values)
+    assert corrected_t_interval(values[:1], 0.25) == (None, None)
+    assert corrected_t_interval(np.array([0.99, 0.999, 0.93]), 0.25, True)[1][1] == 1
+    with pytest.raises(ValueError, match="rho must be in"):
+        overlap_factor(3, 1.0)
+
+
+def test_the_corrected_t_test_is_the_interval_s_test():
+    diffs = np.array([0.02, 0.01, 0.03, 0.015])
+    _, (low, _) = corrected_t_interval(diffs, 0.25)
+    p = corrected_t_p(diffs, 0.25)
+    assert (p < 0.05) == (low > 0)
+    t = diffs.mean() / (diffs.std(ddof=1) * np.sqrt(overlap_factor(4, 0.25)))
+    assert p == pytest.approx(2 * stats.t.sf(t, 3))
+    assert corrected_t_p(np.zeros(3), 0.25) == 1.0
+    assert corrected_t_p(np.full(3, 0.01), 0.25) == 0.0
+    assert corrected_t_p(diffs[:1], 0.25) is None
+
+
+def test_holm_on_a_textbook_family():
+    # Holm (1979)'s step-down: 0.01 x 4, 0.04 x 3, 0.03 x 2 -> kept monotone.
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, None, 0.9]) == [pytest.approx(1.0), None, pytest.approx(1.0)]
+    assert holm([]) == []
+
+
+def test_the_posterior_and_its_three_probabilities():
+    diffs = np.array([0.02, 0.01, 0.03, 0.015, 0.025])
+    loc, scale, df = posterior(diffs, 0.25)
+    assert (loc, df) == (pytest.approx(diffs.mean()), 4)
+    assert scale == pytest.approx(diffs.std(ddof=1) * np.sqrt(1 / 5 + 1 / 3))
+    p = rope_probabilities(loc, scale, df, 0.01)
+    assert sum(p.values()) == pytest.approx(1.0)
+    assert p["p_better"] == pytest.approx(stats.t.sf(0.01, df, loc, scale))
+    assert posterior(diffs[:1], 0.25) is None
+    # A point mass where every split gave the same difference.
+    assert rope_probabilities(0.005, 0.0, 3, 0.01)["p_equivalent"] == 1.0
+    assert rope_probabilities(-0.02, 0.0, 3, 0.01)["p_worse"] == 1.0
+    assert decide({"p_better": 0.96, "p_equivalent": 0.04, "p_worse": 0.0}) == (
+        "better"
+    )
+    assert decide({"p_better": 0.5, "p_equivalent": 0.45, "p_worse": 0.05}) == (
+        "undecided"
+    )
+
+
+def test_resolution_and_the_splits_that_would_decide():
+    sd, rho = 0.02, 0.25
+    assert resolution(sd, rho) == pytest.approx(1.959964 * sd * np.sqrt(1 / 3))
+    # Equivalence inside a ROPE wider than the resolution: some number decides.
+    n = splits_to_decide(0.0, sd, rho, 0.03)
+    assert n is not None and n > 2
+    assert (
+        decide(rope_probabilities(0.0, sd * np.sqrt(1 / n + 1 / 3), n - 1, 0.03))
+        == "equivalent"
+    )
+    assert (
+        decide(rope_probabilities(0.0, sd * np.sqrt(1 / (n - 1) + 1 / 3), n - 2, 0.03))
+        == "undecided"
+    )
+    # A ROPE narrower than the resolution: no number of splits ever would.
+    assert splits_to_decide(0.0, sd, rho, 0.01) is None
+    # A difference far beyond the ROPE: decided already.
+    assert splits_to_decide(0.2, sd, rho, 0.01, at_least=3) == 3
+
+
+def test_probabilities_read_off_resamples():
+    diffs = np.array([-0.02, -0.005, 0.0, 0.004, 0.02, 0.03])
+    assert resampled_probabilities(diffs, 0.01) == {
+        "p_worse": pytest.approx(1 / 6),
+        "p_equivalent": pytest.approx(3 / 6),
+        "p_better": pytest.approx(2 / 6),
+    }
 
 
 def test_wilcoxon_p_of_paired_differences():

@@ -54,7 +54,8 @@ def test_card_precision_counts_cards_once_and_blocks_caught_cards():
 
 def test_summarise_top_k_per_method_and_fold(mixed_schema):
     results = [
-        {"method": m, "split": s, "n_days": 7, "auprc": 0.5,
+        {"method": m, "split": s, "n_days": 7, "auprc": 0.5, "n_train": 600,
+         "n_test": 200,
          "precision_top_k": v, "precision_top_k_ci95": [v - 0.1, v + 0.1],
          "card_precision_top_k": v / 2, "card_precision_top_k_ci95": None}
         for m, values in (("none", (0.6, 0.7, 0.8)), ("smote", (0.5, 0.6, 0.7)))

@@ -27,7 +27,7 @@ def _rule(challenger, champion, y, **kwargs):
         challenger_scores=challenger,
         champion_scores=champion,
         held_out="test rows",
-        margin=kwargs.pop("margin", 0.01),
+        rope=kwargs.pop("rope", 0.01),
         n_resamples=200,
         random_state=0,
         **kwargs,
@@ -40,17 +40,50 @@ def test_the_champion_rule_needs_a_clear_win_and_enough_frauds():
     noise = rng.normal(size=len(y))
     sharp, blurred = y * 2.0 + noise, y * 0.6 + noise  # the sharper ranks frauds first
     win = _rule(sharp, blurred, y)
-    assert win["promoted"] and win["comparison"]["diff"] > 0.01
-    assert win["comparison"]["ci95"][0] > 0 and "promoted" in win["reason"]
+    assert win["promoted"] and win["decision"] == "better"
+    assert win["comparison"]["p_better"] >= 0.95 and "promoted" in win["reason"]
+    assert win["comparison"]["diff"] > 0.01 and win["comparison"]["ci95"][0] > 0
     assert win["champion"] == {k: CHAMPION[k] for k in win["champion"]}
     same = _rule(blurred, blurred, y)
     assert not same["promoted"] and same["comparison"]["diff"] == 0
-    assert "the champion stays" in same["reason"]
-    # A real but small gain below the margin keeps the champion.
-    assert not _rule(sharp, blurred, y, margin=1.0)["promoted"]
+    assert same["decision"] == "equivalent" and "the champion stays" in same["reason"]
+    # A real gain narrower than the ROPE keeps the champion.
+    assert not _rule(sharp, blurred, y, rope=1.0)["promoted"]
     few = _rule(sharp[:100], blurred[:100], np.r_[np.ones(4), np.zeros(96)])
     assert not few["promoted"] and "too few to compare" in few["reason"]
     assert "comparison" not in few
+
+
+def test_a_gain_above_the_rope_whose_interval_reaches_0_keeps_the_champion():
+    """The case a rule of plain `difference > rope` would get wrong: the
+    challenger's AUPRC is ahead by more than the ROPE on these rows, but on too
+    few frauds for the resamples to agree (its interval includes 0)."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(2_000) < 0.01).astype(int)
+    base = rng.normal(size=len(y))
+    champion = y * 1.5 + base
+    challenger = y * 1.5 + base + rng.normal(0.1, 0.8, len(y)) * y
+    out = _rule(challenger, champion, y)
+    c = out["comparison"]
+    assert c["diff"] > 0.01 and c["ci95"][0] < 0 < c["ci95"][1]
+    assert not out["promoted"] and c["p_better"] < 0.95
+
+
+def test_a_clear_gain_inside_the_rope_keeps_the_champion():
+    """The other case: the gain is certain (its interval is above 0) but
+    smaller than the ROPE, a difference too small to act on; with a narrower
+    ROPE the same gain promotes."""
+    rng = np.random.default_rng(1)
+    y = (rng.random(20_000) < 0.05).astype(int)
+    noise = rng.normal(size=len(y))
+    champion, challenger = y * 1.2 + noise, y * 1.3 + noise
+    wide = _rule(challenger, champion, y, rope=0.05)
+    c = wide["comparison"]
+    assert 0 < c["ci95"][0] and c["diff"] < 0.05
+    assert not wide["promoted"] and wide["decision"] != "better"
+    narrow = _rule(challenger, champion, y, rope=0.001)
+    assert narrow["promoted"] and narrow["decision"] == "better"
+    assert "ROPE ±0.001" in narrow["reason"]
 
 
 def test_the_champion_rule_on_precision_top_k_compares_days():
@@ -98,7 +131,9 @@ def test_the_champion_rule_follows_precision_top_k_when_it_is_primary(
     assert (
         "precision top-k" in better["reason"] and "20 alerts a day" in better["reason"]
     )
-    assert better["promoted"] == (primary["ci95"][0] > 0)
+    # Promoted exactly when 95 % of the resampled days put it ahead by more
+    # than the ROPE (here 0: any gain).
+    assert better["promoted"] == (primary["p_better"] >= 0.95)
     # AUPRC is still compared and recorded beside it.
     assert (
         better["comparison"]["challenger_auprc"]

@@ -63,10 +63,10 @@ def test_first_promoted_then_only_a_clear_win_replaces_it(
     assert "model_format: ubj" in mlmodel and "xgboost:" in mlmodel
 
 
-def test_margin_is_respected(candidates, mlflow_store, tmp_path):
+def test_the_rope_is_respected(candidates, mlflow_store, tmp_path):
     offer_challenger(mlflow_store, candidates, "weak", "run-1")
-    decision = offer_challenger(mlflow_store, candidates, "good", "run-2", margin=0.99)
-    assert not decision["promoted"]
+    decision = offer_challenger(mlflow_store, candidates, "good", "run-2", rope=0.99)
+    assert not decision["promoted"] and decision["rope"] == 0.99
     assert fetch_version(mlflow_store, dst=tmp_path)["method"] == "weak"
 
 

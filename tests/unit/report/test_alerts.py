@@ -23,7 +23,17 @@ HEALTHY = {
     "run_id": "20261205T030000Z-abc123",
     "status": "completed",
     "primary_metric": "auprc",
-    "comparison": {"headline": "No method beats no resampling (none) on AUPRC."},
+    "comparison": {
+        "headline": "No method is better than no resampling (none) with P >= 0.95. …",
+        "decision": {
+            "method": "cwgan_gp",
+            "baseline": "none",
+            "decision": "undecided",
+            "p_better": 0.42,
+            "p_equivalent": 0.26,
+            "p_worse": 0.32,
+        },
+    },
     "summary": [
         {"method": "none", "auprc_mean": 0.8403},
         {"method": "smote", "auprc_mean": 0.8512},
@@ -71,6 +81,7 @@ def test_a_healthy_run_emits_only_that_it_completed_with_its_figures():
         "run_id": HEALTHY["run_id"],
         "status": "completed",
         "headline": HEALTHY["comparison"]["headline"],
+        "decision": HEALTHY["comparison"]["decision"],
         "metric": "auprc",
         "best_method": "smote",
         "best_value": 0.8512,

@@ -26,7 +26,7 @@ def test_report_is_self_contained_and_shows_every_method():
     assert 'class="best" data-metric="auprc_mean">0.8300' in html  # smote's mean
     assert "cwgan_gp vs none: -0.010 AUPRC" in html  # a generated verdict line
     # smote is +0.02 on every split: the interval excludes 0.
-    assert "Beats no resampling: smote vs none: +0.020 AUPRC" in html
+    assert "smote beats no resampling (none) on AUPRC: +0.020" in html
     assert "DEMO DATA" not in html
 
 
@@ -134,7 +134,7 @@ def test_artifact_texts_escape_untrusted_paths():
     assert "smote vs none: +0.020 AUPRC" in md
     rows = summary_table(demo_metrics())
     assert [r["method"] for r in rows] == ["none", "smote", "cwgan_gp"]
-    assert rows[1]["delta_vs_none"] == 0.02 and rows[1]["significant"] is True
+    assert rows[1]["delta_vs_none"] == 0.02 and rows[1]["decision"] == "better"
 
 
 def test_out_of_time_figures_beside_the_random_split_run():

@@ -1,0 +1,102 @@
+"""The verdict of a run of several splits on the real 20k-row sample: every
+paired comparison carries the corrected interval, Holm's p, the three
+probabilities, the decision, the splits that would decide and the resolution,
+each recomputed here from what is written beside it; the headline decides or
+says it is undecided and what the table can resolve; the report, the morning
+page and the run's event carry the decision."""
+
+import json
+
+import pytest
+
+from pipeline.report.alerts import run_events
+from tests.helpers import FAST, recompute_comparisons
+
+pytestmark = pytest.mark.slow
+
+FIELDS = {
+    "rope",
+    "rho",
+    "ci95_corrected",
+    "ci95_plain",
+    "p_corrected",
+    "p_holm",
+    "p_wilcoxon",
+    "p_better",
+    "p_equivalent",
+    "p_worse",
+    "decision",
+    "splits_to_decide",
+    "resolution",
+}
+
+
+@pytest.fixture(scope="module")
+def three_splits(harness, sample_path, tmp_path_factory):
+    """The default profile's three random splits, three methods (no resampling,
+    SMOTE and the GAN, one amount each), fast GAN and trees."""
+    from flows.fraud_flow import fraud_augmentation
+
+    root = tmp_path_factory.mktemp("verdict")
+    result = fraud_augmentation(
+        data_path=str(sample_path),
+        profile="default",
+        seed=0,
+        reports_dir=str(root / "reports"),
+        overrides={
+            **FAST,
+            "evaluation": {
+                "methods": ["none", "smote", "cwgan_gp"],
+                "amount_grid": [1.0],
+                "n_bootstrap": 0,
+            },
+            "data": {"cache_dir": str(root / "cache")},
+        },
+        tracking_uri=f"sqlite:///{root / 'mlflow.db'}",
+    )
+    run_dir = root / "reports" / result["run_id"]
+    return json.loads((run_dir / "metrics.json").read_text()), run_dir
+
+
+def test_every_comparison_recomputes_from_its_differences_rho_and_rope(three_splits):
+    metrics, _ = three_splits
+    comparison = metrics["comparison"]
+    assert metrics["schema_version"] == 2
+    # A 60/20/20 split: test rows / (training + test rows) of the split.
+    assert comparison["rho"] == pytest.approx(0.25, abs=0.002)
+    assert comparison["rope"] == metrics["config"]["evaluation"]["rope"]["auprc"]
+    pairs = {(c["method"], c["baseline"]) for c in comparison["comparisons"]}
+    assert {("smote", "none"), ("cwgan_gp", "none"), ("cwgan_gp", "smote")} <= pairs
+    for c in comparison["comparisons"]:
+        assert FIELDS <= set(c) and c["n_splits"] == 3
+        assert c["p_wilcoxon"] is None  # three splits: it could never reach 0.05
+        low, high = c["ci95_corrected"]
+        assert low < c["ci95_plain"][0] and c["ci95_plain"][1] < high
+    recompute_comparisons(comparison["comparisons"])
+    # The per-method intervals are corrected too.
+    for s in metrics["summary"]:
+        assert s["rho"] == comparison["rho"] and s["auprc_ci95"] is not None
+
+
+def test_the_headline_decides_or_says_what_it_cannot(three_splits):
+    metrics, run_dir = three_splits
+    comparison = metrics["comparison"]
+    decision = comparison["decision"]
+    assert (decision["method"], decision["baseline"]) == ("cwgan_gp", "none")
+    headline = comparison["headline"]
+    assert "not significant" not in headline
+    assert f"ROPE ±{decision['rope']:g}" in headline
+    assert f"±{decision['resolution']:.3f}" in headline  # the table's resolution
+    if decision["decision"] == "undecided":
+        assert "undecided after 3 splits: P(cwgan_gp better)" in headline
+        assert ("splits would decide" in headline) == (
+            decision["splits_to_decide"] is not None
+        )
+    html = (run_dir / "report.html").read_text()
+    assert "P(worse / equivalent / better than none)" in html  # the chart
+    assert 'id="statistics-note"' in html and "ρ = 0.25" in html
+    assert f'data-decision="{decision["decision"]}"' in html
+    index = (run_dir.parent / "index.html").read_text()
+    assert f"cwgan_gp vs none: {decision['decision']}" in index
+    (completed, *_) = run_events(metrics)
+    assert completed.payload["decision"] == decision
