@@ -94,12 +94,19 @@ def cli_reference() -> str:
     return "\n".join(lines)
 
 
+def _is_cell(value: Any) -> bool:
+    """A scalar, or a short list of scalars (an interval): one table cell."""
+    if isinstance(value, list):
+        return len(value) <= 4 and all(not isinstance(v, (dict, list)) for v in value)
+    return not isinstance(value, dict)
+
+
 def _table(records: list[dict[str, Any]]) -> list[str]:
-    """A list of records as a table of their scalar fields."""
+    """A list of records as a table of their scalar fields (and intervals)."""
     columns: list[str] = []
     for record in records:
         for key, value in record.items():
-            if key not in columns and not isinstance(value, (dict, list)):
+            if key not in columns and _is_cell(value):
                 columns.append(key)
     if not columns:
         return []
@@ -115,6 +122,8 @@ def _table(records: list[dict[str, Any]]) -> list[str]:
 def _value(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -128,17 +137,25 @@ def _section(value: Any, title: str, level: int) -> list[str]:
     lines = [f"{'#' * level} {title}", ""]
     if isinstance(value, list):
         records = [v for v in value if isinstance(v, dict)]
+        nested = any(not _is_cell(v) for r in records for v in r.values())
+        if nested and len(records) <= 12 and level < 5:
+            # A few records holding tables of their own (e.g. runs): one
+            # subsection each, named by its label.
+            for i, record in enumerate(records):
+                name = record.get("label") or record.get("name") or f"{title} {i}"
+                lines += _section(record, _cell(name), level + 1)
+            return lines
         lines += _table(records) if records else [_cell(value), ""]
         return lines
     if not isinstance(value, dict):
         return lines + [_value(value), ""]
-    scalars = {k: v for k, v in value.items() if not isinstance(v, (dict, list))}
+    scalars = {k: v for k, v in value.items() if _is_cell(v)}
     if scalars:
         lines += ["| | |", "|---|---|"]
         lines += [f"| {_cell(k)} | {_value(v)} |" for k, v in scalars.items()]
         lines.append("")
     for key, inner in value.items():
-        if isinstance(inner, (dict, list)):
+        if not _is_cell(inner):
             if level >= 5:
                 lines += [f"`{key}`: see the JSON file.", ""]
             else:

@@ -135,12 +135,14 @@ def format_probability(p: float) -> str:
     return f"{p:.2f}"
 
 
-def decision_words(c: dict[str, Any]) -> str:
+def decision_words(c: dict[str, Any], *, headline: bool = False) -> str:
     """What a comparison decided, in words a fraud team acts on, with its
     probabilities and ROPE; where undecided, how many splits would decide or
-    that no number of splits of this table would."""
+    that no number of splits of this table would. ``headline``: the fuller
+    wording the headline uses (the method named in the probability, the
+    table's resolution in a sentence)."""
     name = METRIC_LABELS.get(c["metric"], c["metric"])
-    rope = f"ROPE ±{c['rope']:g} {name}"
+    rope = f"ROPE ±{c['rope']:g} {name}" if headline else f"ROPE ±{c['rope']:g}"
     if c["p_better"] is None:
         return "one split: no probabilities, no decision"
     fp = format_probability
@@ -150,16 +152,21 @@ def decision_words(c: dict[str, Any]) -> str:
         return f"{c['method']} is worse (P = {fp(c['p_worse'])}, {rope})"
     if c["decision"] == "equivalent":
         return f"practically equivalent (P = {fp(c['p_equivalent'])}, {rope})"
+    better = f"P({c['method']} better)" if headline else "P(better)"
     text = (
-        f"undecided after {c['n_splits']} splits: P({c['method']} better) "
-        f"{fp(c['p_better'])}, equivalent {fp(c['p_equivalent'])}, worse "
-        f"{fp(c['p_worse'])} ({rope}) — "
+        f"undecided after {c['n_splits']} splits: {better} {fp(c['p_better'])}, "
+        f"equivalent {fp(c['p_equivalent'])}, worse {fp(c['p_worse'])} ({rope}) — "
     )
     if c["splits_to_decide"] is not None:
         return text + f"about {c['splits_to_decide']} splits would decide"
+    if headline:
+        return text + (
+            f"no number of splits of this table would decide: it resolves {name} "
+            f"differences of ±{c['resolution']:.3f} at best"
+        )
     return text + (
-        f"no number of splits of this table would decide: it resolves {name} "
-        f"differences of ±{c['resolution']:.3f} at best"
+        "no number of splits of this table would decide (its resolution: "
+        f"±{c['resolution']:.3f})"
     )
 
 
@@ -255,9 +262,12 @@ def _headline(
         )
     elif focus["splits_to_decide"] is None:
         # decision_words already says the table's resolution.
-        return lead + f"{m} against none on {name}: {decision_words(focus)}."
+        return (
+            lead + f"{m} against none on {name}: "
+            f"{decision_words(focus, headline=True)}."
+        )
     else:
-        said = f"{m} against none on {name}: {decision_words(focus)}."
+        said = f"{m} against none on {name}: {decision_words(focus, headline=True)}."
     return lead + said + table
 
 

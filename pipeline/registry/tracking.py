@@ -294,6 +294,14 @@ def log_results(
         "fraudaug.duration_seconds": metrics.get("duration_seconds"),
         "fraudaug.status": metrics.get("status"),
     }
+    verdict = comparison.get("decision") or {}
+    if verdict:
+        # What the headline decides, searchable across runs in MLflow.
+        tags["fraudaug.verdict"] = (
+            f"{verdict['method']} vs {verdict['baseline']}: {verdict['decision']}"
+        )
+        for key in ("p_better", "p_equivalent", "p_worse", "rope", "resolution"):
+            tags[f"fraudaug.verdict.{key}"] = repr(verdict[key])
     sampling = metrics.get("sampling") or {}
     if sampling:
         tags["fraudaug.sampling.max_train_rows"] = sampling["max_train_rows"]

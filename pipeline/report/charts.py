@@ -356,11 +356,6 @@ def probability_chart(
             f'y2="{bottom}" class="grid"/><text x="{px(fx):.1f}" y="{bottom + 14}" '
             f'class="tick" text-anchor="middle">{fx:.2f}</text>'
         )
-    for x in (level, 1.0 - level):
-        parts.append(
-            f'<line x1="{px(x):.1f}" y1="{top - 4}" x2="{px(x):.1f}" y2="{bottom}" '
-            'class="reference"/>'
-        )
     for i, r in enumerate(rows):
         y = top + row_h * i + 3
         parts.append(
@@ -383,6 +378,11 @@ def probability_chart(
             )
             start += p
         parts.append("</g>")
+    for x in (level, 1.0 - level):  # over the bars
+        parts.append(
+            f'<line x1="{px(x):.1f}" y1="{top - 4}" x2="{px(x):.1f}" y2="{bottom}" '
+            'class="reference"/>'
+        )
     lx = left
     for outcome, colour in OUTCOME_COLOURS.items():
         parts.append(

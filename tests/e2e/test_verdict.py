@@ -10,7 +10,7 @@ import json
 import pytest
 
 from pipeline.report.alerts import run_events
-from tests.helpers import FAST, recompute_comparisons
+from tests.helpers import FAST, mlflow_runs_named, recompute_comparisons
 
 pytestmark = pytest.mark.slow
 
@@ -55,11 +55,13 @@ def three_splits(harness, sample_path, tmp_path_factory):
         tracking_uri=f"sqlite:///{root / 'mlflow.db'}",
     )
     run_dir = root / "reports" / result["run_id"]
-    return json.loads((run_dir / "metrics.json").read_text()), run_dir
+    (tracked,) = mlflow_runs_named(result["run_id"], f"sqlite:///{root / 'mlflow.db'}")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    return metrics, run_dir, tracked.data.tags
 
 
 def test_every_comparison_recomputes_from_its_differences_rho_and_rope(three_splits):
-    metrics, _ = three_splits
+    metrics, _, _ = three_splits
     comparison = metrics["comparison"]
     assert metrics["schema_version"] == 2
     # A 60/20/20 split: test rows / (training + test rows) of the split.
@@ -79,7 +81,7 @@ def test_every_comparison_recomputes_from_its_differences_rho_and_rope(three_spl
 
 
 def test_the_headline_decides_or_says_what_it_cannot(three_splits):
-    metrics, run_dir = three_splits
+    metrics, run_dir, tags = three_splits
     comparison = metrics["comparison"]
     decision = comparison["decision"]
     assert (decision["method"], decision["baseline"]) == ("cwgan_gp", "none")
@@ -100,3 +102,5 @@ def test_the_headline_decides_or_says_what_it_cannot(three_splits):
     assert f"cwgan_gp vs none: {decision['decision']}" in index
     (completed, *_) = run_events(metrics)
     assert completed.payload["decision"] == decision
+    assert tags["fraudaug.verdict"] == f"cwgan_gp vs none: {decision['decision']}"
+    assert float(tags["fraudaug.verdict.p_better"]) == decision["p_better"]

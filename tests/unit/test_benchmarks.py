@@ -210,3 +210,82 @@ def test_the_cost_curve_is_drawn_from_a_scale_result(tmp_path):
              if p.get("data-series") == "default").get("data-xy")
     )  # fmt: skip
     assert minutes == [[1.4, 5.0], [22.4, 2.5]]
+
+
+def test_calibration_counts_each_procedures_claims():
+    """The rates come from the trials' per-split AUPRCs: an A/A pair with a
+    persistent offset is claimed by the plain t-test more often than by the
+    corrected one; a large known loss is found by both."""
+    import numpy as np
+
+    from benchmarks.calibration import summarise_trials
+
+    rng = np.random.default_rng(0)
+    trials = []
+    for _ in range(200):
+        offset = rng.normal(0, 0.01)  # the trial's own (persistent) difference
+        base = 0.85 + rng.normal(0, 0.02, 10)
+        trials.append(
+            {
+                "random": {
+                    "run_a": list(base + offset + rng.normal(0, 0.004, 10)),
+                    "run_b": list(base + rng.normal(0, 0.004, 10)),
+                    "split_a": list(base + rng.normal(0, 0.006, 10)),
+                    "split_b": list(base + rng.normal(0, 0.006, 10)),
+                    "flipped": list(base + offset - 0.05 + rng.normal(0, 0.004, 10)),
+                }
+            }
+        )
+    rows = summarise_trials(trials, n_splits=[3, 10], rho=0.25, ropes=[0.01])
+    by = {(r["design"], r["n_splits"]): r for r in rows}
+    assert {r["protocol"] for r in rows} == {"random"}  # no rotation trials
+    persistent = by[("aa_seeded_per_run", 10)]
+    assert persistent["trials"] == 200
+    assert (
+        persistent["claims_plain_t"]["rate"] > persistent["claims_corrected_t"]["rate"]
+    )
+    assert persistent["half_width_corrected"] > persistent["half_width_plain"]
+    low, high = persistent["claims_plain_t"]["ci95"]
+    assert low <= persistent["claims_plain_t"]["rate"] <= high
+    assert by[("aa_seeded_per_run", 3)]["claims_wilcoxon"] is None  # below 6 splits
+    known = by[("known_difference", 10)]
+    assert known["mean_difference"] == pytest.approx(-0.05, abs=0.005)
+    assert known["claims_corrected_t"]["rate"] > 0.9
+    assert known["bayes"][0]["claims"]["rate"] > 0.9
+
+
+@pytest.mark.slow
+def test_calibration_runs_on_the_real_sample(sample_path, tmp_path):
+    from benchmarks.calibration import main
+
+    out = tmp_path / "calibration.json"
+    result = main(
+        [
+            *("--data", str(sample_path), "--trials", "2", "--rotation-trials", "1"),
+            *("--splits", "3", "--jobs", "1", "--out", str(out)),
+        ]
+    )
+    assert json.loads(out.read_text()) == result
+    rows = {(r["design"], r["protocol"]) for r in result["rows"]}
+    assert ("aa_seeded_per_run", "rotation") in rows
+    assert ("aa_seeded_per_split", "rotation") not in rows
+    assert all(r["n_splits"] == 3 for r in result["rows"])
+
+
+def test_verdicts_restate_a_run_under_todays_statistics(tmp_path):
+    from benchmarks.verdicts import main
+    from tests.helpers import demo_metrics
+
+    metrics = demo_metrics()
+    metrics["comparison"] = {"headline": "the old headline", "comparisons": []}
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps(metrics))
+    out = tmp_path / "verdicts.json"
+    result = main([f"demo={path}", "--rope", "0.015", "--out", str(out)])
+    (run,) = result["runs"]
+    assert run["label"] == "demo" and run["rope"] == 0.015
+    assert run["headline_then"] == "the old headline"
+    assert run["headline_now"].startswith("smote beats no resampling (none)")
+    smote = next(c for c in run["comparisons"] if c["method"] == "smote")
+    assert smote["decision"] == "better" and smote["ci95_corrected"] is not None
+    assert json.loads(out.read_text()) == result

@@ -62,6 +62,7 @@ def test_a_run_is_one_finished_mlflow_run_with_its_figures(finished_run):
     )
     assert tags["fraudaug.profile"] == "smoke" and tags["fraudaug.seed"] == "0"
     assert tags["fraudaug.headline"] == metrics["comparison"]["headline"]
+    assert "fraudaug.verdict" not in tags  # one split: nothing decided
     assert tags["prefect.flow_run_id"]
     assert "mlflow.source.git.commit" in tags
     assert params["gan.steps"] == "60" and params["detector.n_estimators"] == "100"

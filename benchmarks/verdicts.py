@@ -1,0 +1,146 @@
+"""Every claim restated: ``python -m benchmarks.verdicts LABEL=METRICS.json ...``.
+
+Reads runs' ``metrics.json`` (any schema version: only their per-split
+``results`` and configuration are used) and states each run's comparison under
+today's statistics (:func:`pipeline.evaluation.comparison.compare_methods`: the
+corrected resampled t, Holm, the correlated Bayesian t-test at the configured
+ROPE) beside what the run said when it ran (its plain t-interval's
+"significant", its headline). Per run: the data, the splits, ρ, the ROPE, the
+headline then and now, per method its mean and plain and corrected intervals,
+and per comparison with ``none`` (and the GAN's with the best SMOTE-family
+method) the difference, both intervals, whether each called it, the three
+probabilities, the decision, the splits that would decide and the resolution.
+Prints one JSON object and writes it to
+``benchmarks/results/verdicts-<date>.json`` (the docs' results page shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _r(value: Any, digits: int = 4) -> Any:
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, list):
+        return [_r(v, digits) for v in value]
+    return value
+
+
+def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> dict:
+    """One run's comparison under today's statistics beside what it said."""
+    from pipeline.core.config import SMOTE_FAMILY, PipelineConfig
+    from pipeline.evaluation.comparison import GAN, compare_methods
+    from pipeline.evaluation.metrics import summarise
+    from pipeline.evaluation.statistics import t_interval
+
+    config = metrics.get("config") or {}
+    evaluation = PipelineConfig.model_validate(
+        {"evaluation": config.get("evaluation", {})}
+    ).evaluation
+    metric = metrics.get("primary_metric") or "auprc"
+    rope = rope if rope is not None else evaluation.primary_rope()
+    results = metrics["results"]
+    now = compare_methods(results, SMOTE_FAMILY, metric, rope=rope)
+    before = {
+        (c["method"], c["baseline"]): c
+        for c in (metrics.get("comparison") or {}).get("comparisons", [])
+    }
+    summary = []
+    for s in summarise(results):
+        values = [r[metric] for r in results if r["method"] == s["method"]]
+        summary.append(
+            {
+                "method": s["method"],
+                f"{metric}_mean": _r(s[f"{metric}_mean"]),
+                "ci95_plain": _r(t_interval(values, bounded=True)[1]),
+                "ci95_corrected": _r(s[f"{metric}_ci95"]),
+            }
+        )
+    comparisons = []
+    for c in now["comparisons"]:
+        if c["baseline"] != "none" and c["method"] != GAN:
+            continue
+        old = before.get((c["method"], c["baseline"]), {})
+        plain = c["ci95_plain"]
+        comparisons.append(
+            {
+                "method": c["method"],
+                "baseline": c["baseline"],
+                "mean_diff": _r(c["mean_diff"]),
+                "ci95_plain": _r(plain),
+                "plain_called_it": bool(plain and (plain[0] > 0 or plain[1] < 0)),
+                "p_wilcoxon_then": _r(old.get("p_wilcoxon")),
+                "ci95_corrected": _r(c["ci95_corrected"]),
+                "p_holm": _r(c["p_holm"]),
+                "significant_now": c["significant"],
+                "p_better": _r(c["p_better"], 3),
+                "p_equivalent": _r(c["p_equivalent"], 3),
+                "p_worse": _r(c["p_worse"], 3),
+                "decision": c["decision"],
+                "splits_to_decide": c["splits_to_decide"],
+                "resolution": _r(c["resolution"]),
+            }
+        )
+    data = metrics.get("data") or {}
+    return {
+        "label": label,
+        "run_id": metrics.get("run_id"),
+        "data": os.path.basename(str(data.get("path", ""))),
+        "rows": data.get("rows"),
+        "frauds": data.get("frauds"),
+        "profile": metrics.get("profile"),
+        "split_mode": (config.get("split") or {}).get("mode"),
+        "n_splits": metrics.get("n_splits"),
+        "metric": metric,
+        "rho": _r(now["rho"]),
+        "rope": rope,
+        "headline_then": (metrics.get("comparison") or {}).get("headline"),
+        "headline_now": now["headline"],
+        "summary": summary,
+        "comparisons": comparisons,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "runs", nargs="+", help="LABEL=path/to/metrics.json (LABEL names the run)"
+    )
+    parser.add_argument(
+        "--rope", type=float, default=None, help="default: each run's evaluation.rope"
+    )
+    parser.add_argument("--out", default=None, help="default: benchmarks/results/")
+    args = parser.parse_args(argv)
+    runs = []
+    for item in args.runs:
+        label, _, path = item.rpartition("=")
+        metrics = json.loads(Path(path).read_text())
+        runs.append(restate(label or Path(path).parent.name, metrics, args.rope))
+    result = {
+        "benchmark": "verdicts",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runs": runs,
+    }
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    out = (
+        Path(args.out)
+        if args.out
+        else RESULTS / f"verdicts-{datetime.now(UTC):%Y-%m-%d}.json"
+    )
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(text + "\n")
+    os.replace(tmp, out)
+    print(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()
