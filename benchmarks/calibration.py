@@ -311,6 +311,8 @@ def summarise_trials(
 
 
 def main(argv: list[str] | None = None) -> dict:
+    from pipeline.core.artifacts import save_text
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(SAMPLE), help="the table")
     parser.add_argument(
@@ -394,10 +396,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.out
         else RESULTS / (f"calibration-{datetime.now(UTC):%Y-%m-%d}.json")
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(text + "\n")
-    os.replace(tmp, out)
+    save_text(out, text + "\n")  # atomically
     print(text)
     return result
 

@@ -110,6 +110,8 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
 
 
 def main(argv: list[str] | None = None) -> dict:
+    from pipeline.core.artifacts import save_text
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "runs", nargs="+", help="LABEL=path/to/metrics.json (LABEL names the run)"
@@ -135,9 +137,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.out
         else RESULTS / f"verdicts-{datetime.now(UTC):%Y-%m-%d}.json"
     )
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(text + "\n")
-    os.replace(tmp, out)
+    save_text(out, text + "\n")  # atomically
     print(text)
     return result
 
