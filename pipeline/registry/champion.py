@@ -152,7 +152,8 @@ def decide(
     import numpy as np
 
     from pipeline.evaluation.metrics import METRIC_LABELS, compute_metrics
-    from pipeline.evaluation.statistics import DECISION_LEVEL, decide
+    from pipeline.evaluation.statistics import DECISION_LEVEL
+    from pipeline.evaluation.statistics import decide as outcome_of
 
     decision: dict[str, Any] = {
         "rope": rope,
@@ -206,7 +207,7 @@ def decide(
             **{k: comparison[k] for k in ("p_worse", "p_equivalent", "p_better")},
         }
     ci = primary["ci95"]
-    outcome = decide(primary)
+    outcome = outcome_of(primary)
     decision["decision"] = outcome
     decision["promoted"] = outcome == "better"
     label = METRIC_LABELS[metric]
