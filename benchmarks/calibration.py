@@ -7,16 +7,15 @@ true difference is known:
 
 - **A/A, seeded once per run**: two XGBoost detectors that differ only in their
   seed (the shared detector with ``subsample`` 0.8 and ``colsample_bytree`` 0.5),
-  each seed fixed over a trial's splits, as one method's settings are. Their
-  difference has no mean over trials, but within a trial it persists from split
-  to split (the same trees draw the same columns): the way two methods that are
-  equal on average can still differ on one table.
+  each seed fixed over a trial's splits, as one method's settings are (the same
+  trees draw the same columns on every split): their difference has no mean over
+  trials, and whatever of it persists between a trial's splits is the kind of
+  difference two methods equal on average can still have on one table.
 - **A/A, seeded per split**: the same two detectors with a new seed on every
   split (what fraudaug's own seed streams do): the splits' differences share
   nothing but the rows.
 - **A known difference**: the first detector against itself trained with a share
   (``--flip``) of its training frauds relabelled as legitimate.
-
 Two protocols at the same number of fits: ``random`` (fraudaug's repeated
 stratified 60/20/20 splits of groups of identical rows) and ``rotation``
 (stratified 5-fold partitions of the same groups, each fold the test rows once,
@@ -33,6 +32,21 @@ how often it says "equivalent") — with Wilson 95 % intervals, the mean
 half-widths of the plain and corrected 95 % intervals, and the spread of the
 differences (between a trial's splits, and of the trials' means). Prints one
 JSON object and writes it to ``benchmarks/results/calibration-<date>.json``.
+
+The seed-only A/A designs hold no difference that depends on the data, so they
+test the procedures where the splits' differences share nothing but chance.
+The correction is for the other case, which one table cannot show: two real
+methods whose difference on this table is not their difference on another.
+Hence the last design:
+
+**Coverage of real methods** (``--datasets``): datasets drawn from the table
+(half of its groups of rows each, stratified), fraudaug's random splits of
+each, and the pipeline's own detector as ``none``, ``class_weight`` and
+``smote`` (one new row per fraud). Each dataset's difference between two
+methods strays from the population's (the mean over every dataset): how often
+the plain and the corrected 95 % intervals miss the population difference
+(nominal 5 %), and the correlation between a dataset's splits that the
+spread of the datasets' means implies (the correction assumes rho).
 
 The features are the pipeline's model space fitted once on the whole table:
 every transform in it is monotone per column, so the trees (split on quantile
@@ -68,6 +82,12 @@ PROTOCOL_DETECTORS = {
     "rotation": ("run_a", "run_b", "flipped"),
 }
 FOLDS = 5
+COVERAGE_METHODS = ("none", "class_weight", "smote")
+COVERAGE_PAIRS = {
+    "class_weight_vs_none": ("class_weight", "none"),
+    "smote_vs_none": ("smote", "none"),
+}
+"""Real methods whose difference varies from dataset to dataset."""
 
 _DATA: dict = {}
 
@@ -139,33 +159,165 @@ def _rotations(y, groups, seeds, n_splits):
     return out
 
 
-def _fit_score(X, y, split, seed, flip_share=0.0, flip_seed=0, feature_types=None):
-    """The shared detector with row and column subsampling: its test AUPRC."""
+def _fit_score(
+    X,
+    y,
+    split,
+    seed,
+    flip_share=0.0,
+    flip_seed=0,
+    feature_types=None,
+    *,
+    method="none",
+    subsample=True,
+):
+    """A detector's test AUPRC on a split: the shared XGBoost (with row and
+    column subsampling unless ``subsample`` is False: the pipeline's own
+    detector), trained as ``method`` (``none``, ``class_weight`` or ``smote`` at
+    one new row per real training fraud), with ``flip_share`` of its training
+    frauds relabelled as legitimate."""
     from sklearn.metrics import average_precision_score
 
-    from pipeline.core.config import DetectorConfig
-    from pipeline.resampling.methods import make_detector
+    from pipeline.core.config import DetectorConfig, EvaluationConfig
+    from pipeline.resampling.methods import make_detector, make_sampler
 
-    detector = make_detector(
-        DetectorConfig(n_jobs=1), random_state=seed, feature_types=feature_types
-    )
-    detector.set_params(subsample=0.8, colsample_bytree=0.5)
     train = split["train"]
-    y_train = y[train].copy()
+    X_train, y_train = X[train], y[train].copy()
     if flip_share:
         frauds = np.flatnonzero(y_train == 1)
         rng = np.random.default_rng(flip_seed)
         flipped = rng.choice(frauds, int(round(flip_share * len(frauds))), False)
         y_train[flipped] = 0
+    n_fraud = int(y_train.sum())
+    detector = make_detector(
+        DetectorConfig(n_jobs=1),
+        random_state=seed,
+        scale_pos_weight=(len(y_train) - n_fraud) / n_fraud
+        if method == "class_weight"
+        else None,
+        feature_types=feature_types,
+    )
+    if subsample:
+        detector.set_params(subsample=0.8, colsample_bytree=0.5)
+    if method == "smote":
+        categorical = [i for i, t in enumerate(feature_types or []) if t == "c"]
+        sampler = make_sampler(
+            "smote",
+            EvaluationConfig(),
+            random_state=seed,
+            n_minority=2 * n_fraud,
+            categorical_features=categorical,
+            n_features=X.shape[1],
+        )
+        X_train, y_train = sampler.fit_resample(X_train, y_train)
     validation = split["validation"]
     detector.fit(
-        X[train],
+        X_train,
         y_train,
         eval_set=[(X[validation], y[validation])],
         verbose=False,
     )
     scores = detector.predict_proba(X[split["test"]])[:, 1]
     return float(average_precision_score(y[split["test"]], scores))
+
+
+def _dataset(y, groups, share, seed) -> np.ndarray:
+    """A dataset drawn from the table: ``share`` of its groups of identical
+    rows, stratified (a fraud group when any row is), their rows in order."""
+    from sklearn.model_selection import train_test_split
+
+    codes = np.unique(groups, return_inverse=True)[1]
+    group_y = np.zeros(codes.max() + 1, dtype=np.int64)
+    np.maximum.at(group_y, codes, y)
+    kept, _ = train_test_split(
+        np.arange(len(group_y)),
+        train_size=share,
+        stratify=group_y,
+        random_state=seed % 2**32,
+    )
+    return np.flatnonzero(np.isin(codes, kept))
+
+
+def _coverage_trial(args: tuple) -> dict:
+    """One dataset drawn from the table, fraudaug's random splits of it, and the
+    pipeline's own detector trained as each method of
+    :data:`COVERAGE_METHODS` on each split: their test AUPRCs."""
+    trial, seed, n_splits, share = args
+    X, y, groups = _DATA["X"], _DATA["y"], _DATA["groups"]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, trial, 1]))
+    rows = _dataset(y, groups, share, int(rng.integers(0, 2**31)))
+    split_seeds = [int(s) for s in rng.integers(0, 2**31, n_splits)]
+    method_seeds = rng.integers(0, 2**31, n_splits)
+    splits = [
+        {k: rows[v] for k, v in split.items()}
+        for split in _random_splits(y[rows], groups[rows], split_seeds)
+    ]
+    return {
+        method: [
+            _fit_score(
+                X,
+                y,
+                split,
+                int(method_seeds[j]),
+                feature_types=_DATA["feature_types"],
+                method=method,
+                subsample=False,
+            )
+            for j, split in enumerate(splits)
+        ]
+        for method in COVERAGE_METHODS
+    }
+
+
+def summarise_coverage(
+    trials: list[dict], *, n_splits: list[int], rho: float
+) -> list[dict]:
+    """Per pair of :data:`COVERAGE_PAIRS` and number of splits: the population
+    difference (the mean of every trial's mean over all its splits: datasets
+    drawn from the same table), how often the plain and the corrected 95 %
+    intervals miss it (nominal 5 %), their mean half-widths, and the
+    correlation between a trial's splits that the trials' means imply (what the
+    correction assumes it is: rho)."""
+    from pipeline.evaluation.statistics import corrected_t_interval, t_interval
+
+    rows = []
+    most = max(n_splits)
+    for pair, (method, baseline) in COVERAGE_PAIRS.items():
+        diffs = [np.subtract(t[method], t[baseline]) for t in trials if method in t]
+        truth = float(np.mean([d[:most].mean() for d in diffs]))
+        for j in n_splits:
+            means = np.array([d[:j].mean() for d in diffs])
+            within = float(np.mean([d[:j].var(ddof=1) for d in diffs]))
+            implied = (means.var(ddof=1) - within / j) / (within * (1 - 1 / j))
+            missed_plain, missed_corrected, width_plain, width_corrected = (
+                [],
+                [],
+                [],
+                [],
+            )
+            for d in diffs:
+                _, plain = t_interval(d[:j])
+                _, corrected = corrected_t_interval(d[:j], rho)
+                missed_plain.append(not plain[0] <= truth <= plain[1])
+                missed_corrected.append(not corrected[0] <= truth <= corrected[1])
+                width_plain.append((plain[1] - plain[0]) / 2)
+                width_corrected.append((corrected[1] - corrected[0]) / 2)
+            rows.append(
+                {
+                    "pair": pair,
+                    "n_splits": j,
+                    "datasets": len(diffs),
+                    "population_difference": round(truth, 5),
+                    "sd_of_differences": round(float(np.sqrt(within)), 5),
+                    "sd_of_dataset_means": round(float(means.std(ddof=1)), 5),
+                    "implied_correlation": round(float(implied), 3),
+                    "half_width_plain": round(float(np.mean(width_plain)), 5),
+                    "half_width_corrected": round(float(np.mean(width_corrected)), 5),
+                    "missed_plain": _rate(missed_plain),
+                    "missed_corrected": _rate(missed_corrected),
+                }
+            )
+    return rows
 
 
 def _trial(args: tuple) -> dict:
@@ -327,6 +479,18 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--splits", type=int, default=10, help="splits a trial")
     parser.add_argument(
+        "--datasets",
+        type=int,
+        default=200,
+        help="datasets drawn from the table for the coverage of real methods",
+    )
+    parser.add_argument(
+        "--dataset-share",
+        type=float,
+        default=0.5,
+        help="each drawn dataset's share of the table's groups of rows",
+    )
+    parser.add_argument(
         "--flip",
         type=float,
         default=0.8,
@@ -356,19 +520,16 @@ def main(argv: list[str] | None = None) -> dict:
         )
         for t in range(args.trials)
     ]
-    trials = []
+    drawn = [
+        (t, args.seed, args.splits, args.dataset_share) for t in range(args.datasets)
+    ]
     with ProcessPoolExecutor(
         args.jobs, initializer=_load, initargs=(args.data, args.schema)
     ) as pool:
-        for trial in pool.map(_trial, jobs):
-            trials.append(trial)
-            if len(trials) % 10 == 0 or len(trials) == len(jobs):
-                elapsed = time.perf_counter() - started
-                print(
-                    f"calibration: {len(trials)}/{len(jobs)} trials, {elapsed:.0f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        trials = _collect(pool.map(_trial, jobs), len(jobs), "trials", started)
+        datasets = _collect(
+            pool.map(_coverage_trial, drawn), len(drawn), "datasets", started
+        )
     seconds = time.perf_counter() - started
     # rho of a 60/20/20 split (and of a 5-fold rotation: 3 folds train, 1 tests).
     rho = 0.2 / (0.6 + 0.2)
@@ -379,17 +540,25 @@ def main(argv: list[str] | None = None) -> dict:
         "data": os.path.basename(args.data),
         "trials": args.trials,
         "rotation_trials": min(args.rotation_trials, args.trials),
+        "datasets": args.datasets,
+        "dataset_share": args.dataset_share,
         "splits": args.splits,
         "flip": args.flip,
         "ropes": args.ropes,
         "rho": rho,
         "seed": args.seed,
         "seconds": round(seconds, 1),
-        "detector": "the shared XGBoost, subsample 0.8, colsample_bytree 0.5",
-        "rows": summarise_trials(trials, n_splits=n_splits, rho=rho, ropes=args.ropes),
+        "detector": "A/A and the known difference: the shared XGBoost with subsample "
+        "0.8 and colsample_bytree 0.5; coverage: the shared XGBoost as it is",
+        "rows": summarise_trials(trials, n_splits=n_splits, rho=rho, ropes=args.ropes)
+        if trials
+        else [],
+        "coverage": summarise_coverage(datasets, n_splits=n_splits, rho=rho)
+        if datasets
+        else [],
     }
     if args.raw:
-        Path(args.raw).write_text(json.dumps(trials))
+        Path(args.raw).write_text(json.dumps({"trials": trials, "datasets": datasets}))
     text = json.dumps(result, indent=2)
     out = (
         Path(args.out)
@@ -399,6 +568,21 @@ def main(argv: list[str] | None = None) -> dict:
     save_text(out, text + "\n")  # atomically
     print(text)
     return result
+
+
+def _collect(results, total: int, what: str, started: float) -> list:
+    """The pool's results in order, a progress line on stderr every 10."""
+    out = []
+    for result in results:
+        out.append(result)
+        if len(out) % 10 == 0 or len(out) == total:
+            elapsed = time.perf_counter() - started
+            print(
+                f"calibration: {len(out)}/{total} {what}, {elapsed:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return out
 
 
 if __name__ == "__main__":

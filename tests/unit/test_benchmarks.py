@@ -262,7 +262,7 @@ def test_calibration_runs_on_the_real_sample(sample_path, tmp_path):
     result = main(
         [
             *("--data", str(sample_path), "--trials", "2", "--rotation-trials", "1"),
-            *("--splits", "3", "--jobs", "1", "--out", str(out)),
+            *("--splits", "3", "--datasets", "2", "--jobs", "1", "--out", str(out)),
         ]
     )
     assert json.loads(out.read_text()) == result
@@ -270,6 +270,11 @@ def test_calibration_runs_on_the_real_sample(sample_path, tmp_path):
     assert ("aa_seeded_per_run", "rotation") in rows
     assert ("aa_seeded_per_split", "rotation") not in rows
     assert all(r["n_splits"] == 3 for r in result["rows"])
+    assert {r["pair"] for r in result["coverage"]} == {
+        "class_weight_vs_none",
+        "smote_vs_none",
+    }
+    assert all(r["datasets"] == 2 for r in result["coverage"])
 
 
 def test_verdicts_restate_a_run_under_todays_statistics(tmp_path):
@@ -289,3 +294,35 @@ def test_verdicts_restate_a_run_under_todays_statistics(tmp_path):
     smote = next(c for c in run["comparisons"] if c["method"] == "smote")
     assert smote["decision"] == "better" and smote["ci95_corrected"] is not None
     assert json.loads(out.read_text()) == result
+
+
+def test_coverage_of_a_difference_that_varies_from_dataset_to_dataset():
+    """Datasets whose own difference strays from the population's (correlated
+    splits, here 0.25 of the variance): the plain interval misses the
+    population difference far more often than 5 %, the corrected one about as
+    often as it should, and the implied correlation is read back."""
+    import numpy as np
+
+    from benchmarks.calibration import summarise_coverage
+
+    rng = np.random.default_rng(1)
+    datasets = []
+    for _ in range(400):
+        own = rng.normal(0, 0.5)  # the dataset's own difference: variance 0.25
+        datasets.append(
+            {
+                "none": [0.0] * 10,
+                "class_weight": list(-1.0 + own + rng.normal(0, np.sqrt(0.75), 10)),
+                "smote": list(0.2 + rng.normal(0, 1.0, 10)),  # independent splits
+            }
+        )
+    rows = summarise_coverage(datasets, n_splits=[3, 10], rho=0.25)
+    by = {(r["pair"], r["n_splits"]): r for r in rows}
+    shared = by[("class_weight_vs_none", 10)]
+    assert shared["population_difference"] == pytest.approx(-1.0, abs=0.1)
+    assert shared["implied_correlation"] == pytest.approx(0.25, abs=0.1)
+    assert shared["missed_plain"]["rate"] > 0.15
+    assert shared["missed_corrected"]["rate"] < 0.1
+    alone = by[("smote_vs_none", 10)]
+    assert alone["implied_correlation"] == pytest.approx(0.0, abs=0.1)
+    assert alone["missed_plain"]["rate"] < 0.1
