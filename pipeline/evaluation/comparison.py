@@ -248,7 +248,7 @@ def _headline(
         )
     m, rope = focus["method"], f"ROPE ±{focus['rope']:g}"
     lead = (
-        f"No method is better than no resampling (none) with P >= {DECISION_LEVEL:g}. "
+        f"No method is better than no resampling (none) with P ≥ {DECISION_LEVEL:g}. "
     )
     if focus["decision"] == "equivalent":
         said = (

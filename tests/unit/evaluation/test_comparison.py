@@ -140,7 +140,7 @@ def test_a_difference_inside_the_rope_is_equivalent_not_just_not_significant():
     comparison = compare_methods(_results(tiny), ("smote",), rope=0.01)
     assert comparison["decision"]["decision"] == "equivalent"
     assert comparison["headline"].startswith(
-        "No method is better than no resampling (none) with P >= 0.95. cwgan_gp and "
+        "No method is better than no resampling (none) with P ≥ 0.95. cwgan_gp and "
         "none are practically equivalent on AUPRC (P = "
     )
 

@@ -24,7 +24,7 @@ HEALTHY = {
     "status": "completed",
     "primary_metric": "auprc",
     "comparison": {
-        "headline": "No method is better than no resampling (none) with P >= 0.95. …",
+        "headline": "No method is better than no resampling (none) with P ≥ 0.95. …",
         "decision": {
             "method": "cwgan_gp",
             "baseline": "none",
