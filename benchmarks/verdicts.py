@@ -3,14 +3,14 @@
 Reads runs' ``metrics.json`` (any schema version: only their per-split
 ``results`` and configuration are used) and states each run's comparison under
 today's statistics (:func:`pipeline.evaluation.comparison.compare_methods`: the
-corrected resampled t, Holm, the correlated Bayesian t-test at the configured
-ROPE) beside what the run said when it ran (its plain t-interval's
-"significant", its headline). Per run: the data, the splits, ρ, the ROPE, the
-headline then and now, per method its mean and plain and corrected intervals,
-and per comparison with ``none`` (and the GAN's with the best SMOTE-family
-method) the difference, both intervals, whether each called it, the three
-probabilities, the decision, the splits that would decide and the resolution.
-Prints one JSON object and writes it to
+corrected resampled t, Holm, the correlated Bayesian t-test at today's default
+ROPE of the run's primary metric, or ``--rope``) beside what the run said when
+it ran (its plain t-interval's "significant", its headline). Per run: the data,
+the splits, ρ, the ROPE, the headline then and now, per method its mean and
+plain and corrected intervals, and per comparison with ``none`` (and the GAN's
+with the best SMOTE-family method) the difference, both intervals, whether each
+called it, the three probabilities, the decision, the splits that would decide
+and the resolution. Prints one JSON object and writes it to
 ``benchmarks/results/verdicts-<date>.json`` (the docs' results page shows it).
 """
 
@@ -36,19 +36,24 @@ def _r(value: Any, digits: int = 4) -> Any:
 
 def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> dict:
     """One run's comparison under today's statistics beside what it said."""
-    from pipeline.core.config import SMOTE_FAMILY, PipelineConfig
+    from pipeline.core.config import SMOTE_FAMILY, RopeConfig
     from pipeline.evaluation.comparison import GAN, compare_methods
     from pipeline.evaluation.metrics import summarise
     from pipeline.evaluation.statistics import t_interval
 
     config = metrics.get("config") or {}
-    evaluation = PipelineConfig.model_validate(
-        {"evaluation": config.get("evaluation", {})}
-    ).evaluation
     metric = metrics.get("primary_metric") or "auprc"
-    rope = rope if rope is not None else evaluation.primary_rope()
+    # Today's default ROPE of the run's metric, whatever the run was set to.
+    rope = rope if rope is not None else getattr(RopeConfig(), metric)
     results = metrics["results"]
-    now = compare_methods(results, SMOTE_FAMILY, metric, rope=rope)
+    mode = (config.get("split") or {}).get("mode")
+    now = compare_methods(
+        results,
+        SMOTE_FAMILY,
+        metric,
+        rope=rope,
+        unit="fold" if mode == "rolling" else "split",
+    )
     before = {
         (c["method"], c["baseline"]): c
         for c in (metrics.get("comparison") or {}).get("comparisons", [])
@@ -97,7 +102,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         "rows": data.get("rows"),
         "frauds": data.get("frauds"),
         "profile": metrics.get("profile"),
-        "split_mode": (config.get("split") or {}).get("mode"),
+        "split_mode": mode,
         "n_splits": metrics.get("n_splits"),
         "metric": metric,
         "rho": _r(now["rho"]),
@@ -117,7 +122,10 @@ def main(argv: list[str] | None = None) -> dict:
         "runs", nargs="+", help="LABEL=path/to/metrics.json (LABEL names the run)"
     )
     parser.add_argument(
-        "--rope", type=float, default=None, help="default: each run's evaluation.rope"
+        "--rope",
+        type=float,
+        default=None,
+        help="default: today's evaluation.rope of each run's primary metric",
     )
     parser.add_argument("--out", default=None, help="default: benchmarks/results/")
     args = parser.parse_args(argv)

@@ -55,8 +55,10 @@ def paired_difference(
     *,
     rho: float,
     rope: float,
+    unit: str = "split",
 ) -> dict | None:
-    """``method`` minus ``baseline`` on the splits both have.
+    """``method`` minus ``baseline`` on the splits both have (``unit``: what
+    the words call them, ``split`` or ``fold``).
 
     Returns
     -------
@@ -90,6 +92,7 @@ def paired_difference(
         "baseline": baseline,
         "metric": metric,
         "n_splits": n,
+        "unit": unit,
         "per_split": [float(d) for d in diffs],
         "mean_diff": float(diffs.mean()),
         "sd_diff": sd,
@@ -154,18 +157,18 @@ def decision_words(c: dict[str, Any], *, headline: bool = False) -> str:
         return f"practically equivalent (P = {fp(c['p_equivalent'])}, {rope})"
     better = f"P({c['method']} better)" if headline else "P(better)"
     text = (
-        f"undecided after {c['n_splits']} splits: {better} {fp(c['p_better'])}, "
+        f"undecided after {c['n_splits']} {c['unit']}s: {better} {fp(c['p_better'])}, "
         f"equivalent {fp(c['p_equivalent'])}, worse {fp(c['p_worse'])} ({rope}) — "
     )
     if c["splits_to_decide"] is not None:
-        return text + f"about {c['splits_to_decide']} splits would decide"
+        return text + f"about {c['splits_to_decide']} {c['unit']}s would decide"
     if headline:
         return text + (
-            f"no number of splits of this table would decide: it resolves {name} "
+            f"no number of {c['unit']}s of this table would decide: it resolves {name} "
             f"differences of ±{c['resolution']:.3f} at best"
         )
     return text + (
-        "no number of splits of this table would decide (its resolution: "
+        f"no number of {c['unit']}s of this table would decide (its resolution: "
         f"±{c['resolution']:.3f})"
     )
 
@@ -185,7 +188,7 @@ def verdict_line(comparison: dict) -> str:
         tests += f", Wilcoxon p = {format_p(c['p_wilcoxon'])}"
     return (
         f"{c['method']} vs {c['baseline']}: {c['mean_diff']:+.3f} {name}, 95 % CI "
-        f"[{low:+.3f}, {high:+.3f}] ({tests}, {c['n_splits']} splits); "
+        f"[{low:+.3f}, {high:+.3f}] ({tests}, {c['n_splits']} {c['unit']}s); "
         + decision_words(c)
     )
 
@@ -198,6 +201,7 @@ def headline_decision(c: dict[str, Any]) -> dict[str, Any]:
         "baseline",
         "metric",
         "n_splits",
+        "unit",
         "mean_diff",
         "ci95_corrected",
         "decision",
@@ -228,7 +232,7 @@ def _headline(
     fp = format_probability
     table = (
         f" This table resolves {name} differences of about "
-        f"±{focus['resolution']:.3f} at best, however many splits are run."
+        f"±{focus['resolution']:.3f} at best, however many {focus['unit']}s are run."
     )
     winners = [
         c
@@ -241,7 +245,7 @@ def _headline(
         return (
             f"{top['method']} beats no resampling (none) on {name}: "
             f"{top['mean_diff']:+.3f}, P(better by more than {top['rope']:g}) = "
-            f"{fp(top['p_better'])} over {top['n_splits']} splits"
+            f"{fp(top['p_better'])} over {top['n_splits']} {top['unit']}s"
             + (f"; {others} more method(s) also do" if others else "")
             + "."
             + table
@@ -253,12 +257,14 @@ def _headline(
     if focus["decision"] == "equivalent":
         said = (
             f"{m} and none are practically equivalent on {name} (P = "
-            f"{fp(focus['p_equivalent'])}, {rope}, {focus['n_splits']} splits)."
+            f"{fp(focus['p_equivalent'])}, {rope}, {focus['n_splits']} "
+            f"{focus['unit']}s)."
         )
     elif focus["decision"] == "worse":
         said = (
             f"{m} is worse than none on {name}: {focus['mean_diff']:+.3f}, P(worse) "
-            f"= {fp(focus['p_worse'])} ({rope}, {focus['n_splits']} splits)."
+            f"= {fp(focus['p_worse'])} ({rope}, {focus['n_splits']} "
+            f"{focus['unit']}s)."
         )
     elif focus["splits_to_decide"] is None:
         # decision_words already says the table's resolution.
@@ -277,6 +283,7 @@ def compare_methods(
     metric: str = "auprc",
     *,
     rope: float,
+    unit: str = "split",
 ) -> dict:
     """Paired comparisons of every method with ``none`` and with the best
     SMOTE-family method, their decisions, the verdict lines, and a headline.
@@ -293,6 +300,8 @@ def compare_methods(
     rope : float
         The region of practical equivalence of ``metric``: differences within
         ``±rope`` are too small to act on (``evaluation.rope``).
+    unit : {"split", "fold"}
+        What the words call the splits (rolling out-of-time folds: ``fold``).
 
     Returns
     -------
@@ -312,7 +321,7 @@ def compare_methods(
             if baseline is None or baseline not in summary:
                 continue
             comparison = paired_difference(
-                results, method, baseline, metric, rho=rho, rope=rope
+                results, method, baseline, metric, rho=rho, rope=rope, unit=unit
             )
             if comparison is not None:
                 comparisons.append(comparison)

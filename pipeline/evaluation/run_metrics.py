@@ -146,7 +146,11 @@ def build_metrics(
         "results": fits,
         "summary": summarise(fits),
         "comparison": compare_methods(
-            fits, SMOTE_FAMILY, primary, rope=config.evaluation.primary_rope()
+            fits,
+            SMOTE_FAMILY,
+            primary,
+            rope=config.evaluation.primary_rope(),
+            unit="fold" if config.split.mode == "rolling" else "split",
         ),
         "precision_top_k": summarise_top_k(
             fits, config.evaluation.alerts_per_day, schema

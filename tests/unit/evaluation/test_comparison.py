@@ -179,3 +179,12 @@ def test_one_split_says_so():
     (gan,) = [c for c in single["comparisons"] if c["method"] == "cwgan_gp"][:1]
     assert gan["ci95_corrected"] is None and gan["p_better"] is None
     assert "no claim either way" in verdict_line(gan)
+
+
+def test_out_of_time_folds_are_called_folds():
+    comparison = compare_methods(
+        _results([0.01, -0.012, 0.004]), ("smote",), rope=0.02, unit="fold"
+    )
+    assert "undecided after 3 folds" in comparison["headline"]
+    assert "splits" not in comparison["headline"]
+    assert all(c["unit"] == "fold" for c in comparison["comparisons"])
