@@ -7,10 +7,10 @@ corrected resampled t, Holm, the correlated Bayesian t-test at today's default
 ROPE of the run's primary metric, or ``--rope``) beside what the run said when
 it ran (its plain t-interval's "significant", its headline). Per run: the data,
 the splits, ρ, the ROPE, the headline then and now, per method its mean and
-plain and corrected intervals, and per comparison with ``none`` (and the GAN's
-with the best SMOTE-family method) the difference, both intervals, whether each
-called it, the three probabilities, the decision, the splits that would decide
-and the resolution. Prints one JSON object and writes it to
+plain and corrected intervals (and its other figures' means), and per comparison
+with ``none`` (and the GAN's with the best SMOTE-family method) the difference,
+both intervals, whether each called it, the three probabilities, the decision,
+the splits that would decide and the resolution. Prints one JSON object and writes it to
 ``benchmarks/results/verdicts-<date>.json`` (the docs' results page shows it).
 """
 
@@ -24,6 +24,16 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+OTHER_METRICS = (
+    "auprc",
+    "roc_auc",
+    "recall_at_precision_90",
+    "precision_at_recall_80",
+    "f1",
+    "net_savings",
+    "precision_top_k",
+)
+"""The other figures of each method, beside the compared one (means)."""
 
 
 def _r(value: Any, digits: int = 4) -> Any:
@@ -67,6 +77,11 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
                 f"{metric}_mean": _r(s[f"{metric}_mean"]),
                 "ci95_plain": _r(t_interval(values, bounded=True)[1]),
                 "ci95_corrected": _r(s[f"{metric}_ci95"]),
+                **{
+                    f"{other}_mean": _r(s.get(f"{other}_mean"))
+                    for other in OTHER_METRICS
+                    if other != metric and s.get(f"{other}_mean") is not None
+                },
             }
         )
     comparisons = []
