@@ -24,16 +24,6 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-OTHER_METRICS = (
-    "auprc",
-    "roc_auc",
-    "recall_at_precision_90",
-    "precision_at_recall_80",
-    "f1",
-    "net_savings",
-    "precision_top_k",
-)
-"""The other figures of each method, beside the compared one (means)."""
 
 
 def _r(value: Any, digits: int = 4) -> Any:
@@ -48,7 +38,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
     """One run's comparison under today's statistics beside what it said."""
     from pipeline.core.config import SMOTE_FAMILY, RopeConfig
     from pipeline.evaluation.comparison import GAN, compare_methods
-    from pipeline.evaluation.metrics import summarise
+    from pipeline.evaluation.metrics import METRICS, summarise
     from pipeline.evaluation.statistics import t_interval
 
     config = metrics.get("config") or {}
@@ -79,7 +69,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
                 "ci95_corrected": _r(s[f"{metric}_ci95"]),
                 **{
                     f"{other}_mean": _r(s.get(f"{other}_mean"))
-                    for other in OTHER_METRICS
+                    for other in METRICS
                     if other != metric and s.get(f"{other}_mean") is not None
                 },
             }

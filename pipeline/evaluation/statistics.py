@@ -27,22 +27,12 @@ import numpy as np
 def t_interval(
     values: np.ndarray, bounded: bool = False
 ) -> tuple[float | None, list[float] | None]:
-    """Standard deviation and 95 % t-interval of the mean of ``values``
-    (``(None, None)`` below two values). ``bounded``: a rate in [0, 1], whose
-    interval is clipped there (a t-interval from few splits can reach past 1,
-    which no detector can score)."""
-    from scipy import stats
-
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return None, None
-    mean = float(values.mean())
-    sd = float(values.std(ddof=1))
-    half = float(stats.t.ppf(0.975, len(values) - 1) * sd / np.sqrt(len(values)))
-    low, high = mean - half, mean + half
-    if bounded:
-        low, high = max(low, 0.0), min(high, 1.0)
-    return sd, [low, high]
+    """Standard deviation and 95 % t-interval of the mean of ``values``, as if
+    they were independent (``(None, None)`` below two values): the corrected
+    interval with nothing shared (:func:`corrected_t_interval` at ``rho`` 0).
+    ``bounded``: a rate in [0, 1], whose interval is clipped there (a
+    t-interval from few splits can reach past 1, which no detector can score)."""
+    return corrected_t_interval(values, 0.0, bounded)
 
 
 def overlap_factor(n_splits: int, rho: float) -> float:
