@@ -58,6 +58,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import multiprocessing
 import os
 import sys
 import time
@@ -523,8 +525,13 @@ def main(argv: list[str] | None = None) -> dict:
     drawn = [
         (t, args.seed, args.splits, args.dataset_share) for t in range(args.datasets)
     ]
+    # Spawned, never forked: a fork of a process that has loaded TensorFlow or
+    # XGBoost's thread pools (a test session, a notebook) can deadlock.
     with ProcessPoolExecutor(
-        args.jobs, initializer=_load, initargs=(args.data, args.schema)
+        args.jobs,
+        initializer=_load,
+        initargs=(args.data, args.schema),
+        mp_context=multiprocessing.get_context("spawn"),
     ) as pool:
         trials = _collect(pool.map(_trial, jobs), len(jobs), "trials", started)
         datasets = _collect(
@@ -559,7 +566,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
     if args.raw:
         Path(args.raw).write_text(json.dumps({"trials": trials, "datasets": datasets}))
-    text = json.dumps(result, indent=2)
+    result = _json_safe(result)
+    text = json.dumps(result, indent=2, allow_nan=False)
     out = (
         Path(args.out)
         if args.out
@@ -568,6 +576,19 @@ def main(argv: list[str] | None = None) -> dict:
     save_text(out, text + "\n")  # atomically
     print(text)
     return result
+
+
+def _json_safe(value):
+    """The result with every figure that could not be computed (too few trials
+    for a spread, a correlation of constant differences) as null: JSON has no
+    NaN."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _collect(results, total: int, what: str, started: float) -> list:
