@@ -290,7 +290,11 @@ def summarise_coverage(
         for j in n_splits:
             means = np.array([d[:j].mean() for d in diffs])
             within = float(np.mean([d[:j].var(ddof=1) for d in diffs]))
-            implied = (means.var(ddof=1) - within / j) / (within * (1 - 1 / j))
+            implied = (
+                (means.var(ddof=1) - within / j) / (within * (1 - 1 / j))
+                if len(means) > 1 and within > 0
+                else None
+            )
             missed_plain, missed_corrected, width_plain, width_corrected = (
                 [],
                 [],
@@ -311,8 +315,10 @@ def summarise_coverage(
                     "datasets": len(diffs),
                     "population_difference": round(truth, 5),
                     "sd_of_differences": round(float(np.sqrt(within)), 5),
-                    "sd_of_dataset_means": round(float(means.std(ddof=1)), 5),
-                    "implied_correlation": round(float(implied), 3),
+                    "sd_of_dataset_means": _spread(means),
+                    "implied_correlation": None
+                    if implied is None
+                    else round(float(implied), 3),
                     "half_width_plain": round(float(np.mean(width_plain)), 5),
                     "half_width_corrected": round(float(np.mean(width_corrected)), 5),
                     "missed_plain": _rate(missed_plain),
@@ -441,7 +447,7 @@ def summarise_trials(
                         "n_splits": j,
                         "trials": len(done),
                         "mean_difference": round(float(np.mean(means)), 5),
-                        "sd_of_trial_means": round(float(np.std(means, ddof=1)), 5),
+                        "sd_of_trial_means": _spread(means),
                         "sd_of_differences": round(float(np.mean(sds)), 5),
                         "half_width_plain": round(float(np.mean(widths_plain)), 5),
                         "half_width_corrected": round(
@@ -576,6 +582,11 @@ def main(argv: list[str] | None = None) -> dict:
     save_text(out, text + "\n")  # atomically
     print(text)
     return result
+
+
+def _spread(values) -> float | None:
+    """The standard deviation of ``values``, ``None`` below two."""
+    return round(float(np.std(values, ddof=1)), 5) if len(values) > 1 else None
 
 
 def _json_safe(value):
