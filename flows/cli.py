@@ -385,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"fraudaug: {'interrupted' if interrupted else 'terminated'}; {after}",
             file=sys.stderr,
         )
+        if _quiet_after_stop:
+            _say_nothing_more()
         return EXIT_STOPPED[0] if interrupted else EXIT_STOPPED[1]
     finally:
         if previous is not None:
@@ -395,15 +397,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 EXIT_STOPPED = (130, 143)
 """Exit codes of a command stopped by Ctrl-C or SIGTERM."""
 
+_quiet_after_stop = False
+"""Set by :func:`entry`: the stopped command's line is the last thing it says."""
+
+
+def _say_nothing_more() -> None:
+    """After a stopped command's one line: the fits still running in task
+    threads, abandoned (:func:`entry`), log nothing, raise nothing visible, and
+    nothing else reaches stderr (TensorFlow's C++ lines included)."""
+    sys.stderr.flush()
+    logging.disable(logging.CRITICAL)
+    threading.excepthook = lambda args: None
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stderr.fileno())
+    os.close(devnull)
+
 
 def entry() -> None:
     """The ``fraudaug`` console script: :func:`main`, then exit with its code.
 
     A stopped run does not wait for the fits still running in its task threads
     (Python cannot interrupt them, and on a bank's table one takes minutes; their
-    results are not used): the exit handlers run — Prefect's temporary server
-    stops, logs are flushed — and the process ends.
+    results are not used): its one line is the last thing it says
+    (:func:`_say_nothing_more`), the exit handlers run (the run's temporary
+    server has already stopped, and no other can start: :mod:`flows.server`),
+    and the process ends.
     """
+    global _quiet_after_stop
+    _quiet_after_stop = True
     code = main()
     if code in EXIT_STOPPED and threading.active_count() > 1:
         sys.stdout.flush()

@@ -272,18 +272,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
     from flows.fraud_flow import with_task_runner
+    from flows.server import temporary_server
 
     flow = with_task_runner(args.task_runner, args.dask_address)
-    result = flow(
-        data_path=str(data),
-        profile=args.profile,
-        seed=args.seed,
-        reports_dir=args.reports,
-        overrides=overrides,
-        tracking_uri=tracking_uri,
-        schema_path=args.schema,
-        retrain_unchanged=args.retrain_unchanged,
-    )
+    with temporary_server():  # ends with the command, however it ends
+        result = flow(
+            data_path=str(data),
+            profile=args.profile,
+            seed=args.seed,
+            reports_dir=args.reports,
+            overrides=overrides,
+            tracking_uri=tracking_uri,
+            schema_path=args.schema,
+            retrain_unchanged=args.retrain_unchanged,
+        )
     print(result["report"])
     if result.get("status") == "completed_with_failures":
         failed = result.get("failed_methods") or {}

@@ -6,6 +6,7 @@ browser (every test there is marked ``slow``: ``make test-fast`` leaves them out
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -30,9 +31,16 @@ from tests.helpers import (  # noqa: E402
     MIXED_COLUMNS,
     ROLLING_SMOKE,
     SAMPLE,
+    SESSION_MARK,
     free_port,
+    session_leftovers,
+    still_running,
+    stop_group,
     write_daily_partitions,
 )
+
+# What the tests start carries the session's mark (see pytest_sessionfinish).
+os.environ[SESSION_MARK] = str(os.getpid())
 
 
 @pytest.fixture(scope="session")
@@ -186,18 +194,14 @@ def mlflow_server(tmp_path_factory):
                 break
         except OSError:
             if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
+                stop_group(server)
                 raise RuntimeError(
                     "mlflow server did not start: "
                     + (root / "server.log").read_text()[-2000:]
                 ) from None
             time.sleep(0.25)
     yield url
-    os.killpg(server.pid, 15)
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, 9)
+    stop_group(server)  # its uvicorn workers too
     log.close()
 
 
@@ -268,6 +272,25 @@ def scored():
     scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
     amount = rng.lognormal(3, 1, len(y))
     return y, scores, amount
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite leaves no process behind: whatever a test started (servers,
+    ``fraudaug`` commands, their children, orphans included) and is still
+    running fails the session, and is stopped."""
+    if hasattr(session.config, "workerinput"):
+        return
+    left = session_leftovers(os.environ[SESSION_MARK])
+    names = still_running(left, grace=5)
+    if names:
+        for process in left:
+            with contextlib.suppress(Exception):
+                process.kill()
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["processes left running by the tests (now killed):", *names]
+        if reporter is not None:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config, items):

@@ -191,6 +191,71 @@ def registry_aliases(store):
     return {alias: str(version) for alias, version in model.aliases.items()}
 
 
+SESSION_MARK = "FRAUDAUG_TEST_SESSION"
+"""Set by conftest.py in the test session's environment: every process a test
+starts inherits it, so what outlives the session can be found (even one whose
+parent has died)."""
+
+
+def stop_group(process, timeout: float = 30) -> None:
+    """Stop a process started with ``start_new_session=True`` and everything in
+    its group (a server's workers): SIGTERM, then SIGKILL to whatever is left
+    after ``timeout`` seconds; reaped either way."""
+    import signal
+    import subprocess
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def process_tree(pid: int) -> list:
+    """``pid``'s descendants now (psutil processes)."""
+    import psutil
+
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return psutil.Process(pid).children(recursive=True)
+    return []
+
+
+def still_running(processes, grace: float = 10) -> list[str]:
+    """Of ``processes`` (psutil), the command lines of those still running
+    after up to ``grace`` seconds (zombies are ended)."""
+    import psutil
+
+    _, alive = psutil.wait_procs(processes, timeout=grace)
+    left = []
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if process.status() != psutil.STATUS_ZOMBIE:
+                left.append(" ".join(process.cmdline())[:200])
+    return left
+
+
+def session_leftovers(session: str) -> list:
+    """Processes (psutil) started by the test session ``session`` (they carry
+    :data:`SESSION_MARK`) that are still running, the session's own process and
+    its ancestors aside."""
+    import psutil
+
+    me = psutil.Process()
+    skip = {me.pid, *(p.pid for p in me.parents())}
+    found = []
+    for process in psutil.process_iter():
+        if process.pid in skip:
+            continue
+        with contextlib.suppress(psutil.Error):
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if process.environ().get(SESSION_MARK) == session:
+                found.append(process)
+    return found
+
+
 def free_port() -> int:
     import socket
 
@@ -214,7 +279,6 @@ def prefect_server(root: Path):
     """A real ``prefect server start`` on a free loopback port (logs in
     ``root/logs``); yields the environment that points a client or a
     ``fraudaug`` command at it. Stopped on exit."""
-    import signal
     import subprocess
     import sys
     import urllib.request
@@ -252,8 +316,7 @@ def prefect_server(root: Path):
         _wait(healthy, server, "prefect server did not start", logs / "server.log")
         yield env
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
+        stop_group(server)
 
 
 @contextlib.contextmanager
@@ -262,7 +325,6 @@ def prefect_serving(root: Path, *serve_args: str):
     SERVE_ARGS`` run in ``root`` against it, as a team runs them (logs in
     ``root/logs``); yields the environment that points a client at the server.
     On exit, waits for a run still finishing, then stops both."""
-    import signal
     import subprocess
     import sys
     import time
@@ -306,8 +368,7 @@ def prefect_serving(root: Path, *serve_args: str):
                 deadline = time.monotonic() + 60
                 while children(serve.pid) and time.monotonic() < deadline:
                     time.sleep(0.5)
-                os.killpg(serve.pid, signal.SIGTERM)
-                serve.wait(30)
+                stop_group(serve)
 
 
 def demo_amounts(method: str, split: int) -> dict:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import process_tree, still_running
+
 pytestmark = pytest.mark.slow
 
 FAST = ["--set", "gan.steps=60", "--set", "detector.n_estimators=100"]
@@ -133,10 +135,11 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
     assert not (tmp_path / "mlflow.db").exists()
 
 
-def _start_smoke_run(tmp_path, sample_path, stderr, *settings):
+def _start_smoke_run(tmp_path, sample_path, stderr, *settings, new_session=False):
     """``fraudaug run`` of the smoke profile on the sample in ``tmp_path`` (its own
     store, cache and Prefect home), with ``--set`` ``settings``; stderr to
-    ``stderr``."""
+    ``stderr``; ``new_session``: in a process group of its own, as a terminal
+    starts a command."""
     sets = [x for item in settings for x in ("--set", item)]
     return subprocess.Popen(
         [
@@ -151,6 +154,7 @@ def _start_smoke_run(tmp_path, sample_path, stderr, *settings):
         },
         stdout=subprocess.DEVNULL,
         stderr=stderr,
+        start_new_session=new_session,
     )  # fmt: skip
 
 
@@ -166,13 +170,14 @@ def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
         while "training cWGAN-GP" not in err.read_text():  # the GAN has started
             assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
             time.sleep(0.5)
+        started = process_tree(proc.pid)  # its temporary server among them
         proc.send_signal(signal.SIGTERM)
         # Its stderr on failure: once in CI it exited 1 (2026-12-05), unexplained.
         assert proc.wait(120) == 143, err.read_text()[-4000:]
+    assert started and still_running(started) == []
+    # Its one line is the last: the fits it abandoned say nothing more.
     lines = err.read_text().strip().splitlines()
-    assert any(
-        line.startswith("fraudaug: terminated; the run stopped") for line in lines
-    )
+    assert lines[-1].startswith("fraudaug: terminated; the run stopped"), lines[-5:]
     from pipeline.registry.tracking import mlflow_client
 
     client = mlflow_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -206,11 +211,43 @@ def test_a_terminated_run_does_not_wait_for_the_fit_it_is_running(
             time.sleep(0.5)
         time.sleep(5)  # the fit is under way
         assert proc.poll() is None
+        started = process_tree(proc.pid)
         proc.send_signal(signal.SIGTERM)
         sent = time.monotonic()
         assert proc.wait(120) == 143
         waited = time.monotonic() - sent
-    text = err.read_text()
-    assert "fraudaug: terminated; the run stopped" in text
+    lines = err.read_text().strip().splitlines()
+    assert lines[-1].startswith("fraudaug: terminated; the run stopped"), lines[-5:]
     assert waited < 30, waited
-    assert "Stopping temporary server" in text
+    assert started and still_running(started) == []  # its server stopped
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
+def test_a_run_stopped_at_the_terminal_or_killed_leaves_nothing_running(
+    tmp_path, sample_path, how
+):
+    """Ctrl-C at a terminal sends SIGINT to the whole foreground group, the
+    command's temporary server included: the command exits 130 with its one
+    line, nothing after it (it used to hang, its server gone under it). SIGKILL
+    runs no handler at all: the server ends with the command anyway (the
+    parent-death signal, ``flows.server``)."""
+    err = tmp_path / "err.log"
+    with open(err, "w") as stderr:
+        proc = _start_smoke_run(
+            tmp_path, sample_path, stderr, "gan.steps=5000", new_session=True
+        )
+        deadline = time.monotonic() + 300
+        while "training cWGAN-GP" not in err.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.5)
+        started = process_tree(proc.pid)
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+            assert proc.wait(120) == 130, err.read_text()[-4000:]
+        else:
+            proc.send_signal(signal.SIGKILL)
+            assert proc.wait(120) == -signal.SIGKILL
+    assert started and still_running(started) == []
+    if how == "ctrl-c":
+        lines = err.read_text().strip().splitlines()
+        assert lines[-1].startswith("fraudaug: interrupted; the run stopped"), lines

@@ -1,0 +1,132 @@
+"""The temporary Prefect server of a ``fraudaug run`` that names no server.
+
+Prefect starts a temporary server on first use when ``PREFECT_API_URL`` is not
+set, stops it at exit, and starts another if anything asks for the API after
+that. A stopped run (Ctrl-C, SIGTERM) does not wait for the fits still running
+in its task threads; when one finished after the server had stopped, Prefect
+started a second server that nobody stopped. And a command killed with SIGKILL
+runs no exit handler at all, so its server was left running.
+
+:func:`temporary_server` starts the server itself, in the command's main
+thread, and registers it where Prefect looks for its temporary server (as
+Prefect's own test harness does), so the run, its threads and a local Dask
+cluster's workers (through ``PREFECT_API_URL`` in their environment) use that one:
+
+* on Linux the server process gets the parent-death signal: it receives SIGTERM
+  when the command's process ends, however it ends, SIGKILL included;
+* when the run stops, the server is stopped and a closed one stays registered,
+  so a late thread's call fails quietly instead of starting another server.
+
+With ``PREFECT_API_URL`` set (a real server) nothing is started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import prefect.server.api.server as prefect_server
+from prefect.events.worker import EventsWorker
+from prefect.logging.handlers import APILogWorker
+from prefect.server.api.server import SubprocessASGIServer
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from pipeline.core import interrupts
+
+# Runs in the server's process before uvicorn replaces it (both survive exec):
+# a session of its own, so a Ctrl-C at the terminal (SIGINT to the whole
+# foreground process group) stops the command, which then stops its server, not
+# the server under the command's feet; and SIGTERM when the parent dies. If the
+# parent already died between the fork and the prctl, exit at once.
+_DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+parent = int(sys.argv[1])
+os.setsid()
+if sys.platform.startswith("linux"):
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != parent:
+    sys.exit(0)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
+class OwnedServer(SubprocessASGIServer):
+    """Prefect's temporary server, started so that it ends with the command and,
+    once :meth:`close`\\ d, never starts again."""
+
+    closed = False
+
+    def _run_uvicorn_command(self) -> subprocess.Popen:
+        # Prefect's command (its arguments and environment) under the wrapper:
+        # Prefect's server module is handed a Popen that prefixes it.
+        def under_wrapper(args, **kwargs):
+            wrapped = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid())]
+            return subprocess.Popen([*wrapped, *args[1:]], **kwargs)
+
+        module = prefect_server.subprocess
+        prefect_server.subprocess = SimpleNamespace(Popen=under_wrapper)
+        try:
+            return super()._run_uvicorn_command()
+        finally:
+            prefect_server.subprocess = module
+
+    def start(self, timeout: int | None = None) -> None:
+        if not self.closed:
+            super().start(timeout)
+
+    def close(self) -> None:
+        """Stop the server; any later :meth:`start` does nothing, so a call to
+        the API fails (connection refused) instead of starting another."""
+        self.closed = True
+        self.running = True  # what Prefect checks: nothing to start
+        process, self.server_process = self.server_process, None
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextlib.contextmanager
+def temporary_server() -> Iterator[str | None]:
+    """The run's temporary server for the ``with`` block (its API address),
+    or ``None`` where ``PREFECT_API_URL`` names a server. Start it in the
+    main thread: the parent-death signal follows the thread that started it."""
+    if PREFECT_API_URL.value():
+        yield None
+        return
+    instances = SubprocessASGIServer._instances
+    prior = instances.pop(None, None)
+    server = OwnedServer()  # registered under None: Prefect's lookups find it
+    stopped = False
+    try:
+        server.start()
+        url = server.api_url
+        environ = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url  # a local Dask cluster's workers
+        try:
+            with temporary_settings(updates={PREFECT_API_URL: url}):
+                yield url
+        finally:
+            if environ is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = environ
+    except BaseException as exc:
+        stopped = interrupts.stopped_by(exc)
+        raise
+    finally:
+        if not stopped:  # the run's last logs and events reach the server first
+            for worker in (APILogWorker, EventsWorker):
+                worker.drain_all(timeout=30)
+        server.close()
+        if not stopped:  # nothing is left running: Prefect may start its own again
+            instances.pop(None, None)
+            if prior is not None:
+                instances[None] = prior
