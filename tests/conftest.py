@@ -45,8 +45,11 @@ os.environ[SESSION_MARK] = str(os.getpid())
 
 @pytest.fixture(scope="session")
 def sample_path() -> Path:
-    """The 20,000-row real sample (all 492 frauds), when ../shared is present."""
+    """The 20,000-row real sample (all 492 frauds), when ../shared is present;
+    under CI (``CI`` set, as ``.ci/run`` does) its absence fails the test."""
     if not SAMPLE.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"real data sample not found at {SAMPLE} (CI needs ../shared)")
         pytest.skip(f"real data sample not found at {SAMPLE}")
     return SAMPLE
 
