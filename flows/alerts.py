@@ -66,6 +66,37 @@ def emit_run_events(metrics: dict[str, Any], *, report: str | None) -> list[str]
     return names
 
 
+def tell_refused(reason: str, *, data: str) -> bool:
+    """Emit ``fraudaug.run.refused`` (:func:`pipeline.report.alerts.refused_event`)
+    to the Prefect server at ``PREFECT_API_URL``, where ``fraudaug alerts``
+    notifies on it, and wait until it is sent. Never fails the command and never
+    speaks: a server that does not answer gets nothing (``False``)."""
+    from datetime import UTC, datetime
+
+    from pipeline.report.alerts import refused_event
+
+    try:
+        check_server()
+    except Exception:  # the refusal's own line is what the user needs
+        return False
+    from prefect.events import emit_event
+    from prefect.events.worker import EventsWorker
+
+    event = refused_event(reason, data=data, at=f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
+    emit_event(
+        event.name, resource=resource(event.payload["run_id"]), payload=event.payload
+    )
+    # The worker's "Still processing items" progress line is not the user's.
+    progress = logging.getLogger(EventsWorker.__name__)
+    level = progress.level
+    progress.setLevel(logging.ERROR)
+    try:
+        EventsWorker.drain_all(timeout=30)
+    finally:
+        progress.setLevel(level)
+    return True
+
+
 def check_server() -> str:
     """The Prefect server's API address (``PREFECT_API_URL``), answering; else
     one line saying what to do. Automations live on a server: the temporary one

@@ -10,9 +10,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from pipeline.core import layout
-from pipeline.core.errors import ConfigError, DataValidationError
+from pipeline.core.errors import ConfigError, DataValidationError, PipelineError
 from pipeline.core.paths import (
     check_input_table,
     check_output_table,
@@ -220,7 +221,10 @@ def _overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _check_run(args: argparse.Namespace) -> tuple[Any, dict | None, str]:
+    """Everything ``fraudaug run`` checks before Prefect starts (the data, the
+    config, the schema, the output folders, the tracking store, a Dask cluster):
+    the source to run on, the overrides and the tracking URI."""
     _check_dask_args(args)
     from pipeline.data.partitions import check_source, is_partitioned
 
@@ -269,6 +273,28 @@ def cmd_run(args: argparse.Namespace) -> int:
                 str(nearest_existing(args.reports)),
             ],
         )
+    return data, overrides, tracking_uri
+
+
+def _prefect_server_named() -> bool:
+    """``PREFECT_API_URL`` is set (a real server: the one alerts live on). A lone
+    run's temporary server has no automations: nothing to tell there."""
+    return bool(os.environ.get("PREFECT_API_URL"))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        data, overrides, tracking_uri = _check_run(args)
+    except PipelineError as exc:
+        # No flow run will exist, so no flow-run event either: the refusal is
+        # told by an event of its own where a Prefect server is set up.
+        if _prefect_server_named():
+            for key, value in PREFECT_ENV.items():
+                os.environ.setdefault(key, value)
+            from flows.alerts import tell_refused
+
+            tell_refused(str(exc), data=args.data)
+        raise
     for key, value in PREFECT_ENV.items():
         os.environ.setdefault(key, value)
     from flows.fraud_flow import with_task_runner

@@ -238,8 +238,8 @@ def still_running(processes, grace: float = 10) -> list[str]:
 
 def session_leftovers(session: str) -> list:
     """Processes (psutil) started by the test session ``session`` (they carry
-    :data:`SESSION_MARK`) that are still running, the session's own process and
-    its ancestors aside."""
+    :data:`SESSION_MARK`) that are still running, the session's own process, its
+    ancestors and the helpers that end with it aside."""
     import psutil
 
     me = psutil.Process()
@@ -251,9 +251,21 @@ def session_leftovers(session: str) -> list:
         with contextlib.suppress(psutil.Error):
             if process.status() == psutil.STATUS_ZOMBIE:
                 continue
-            if process.environ().get(SESSION_MARK) == session:
-                found.append(process)
+            if process.environ().get(SESSION_MARK) != session:
+                continue
+            if process.ppid() == me.pid and _lives_with_its_parent(process):
+                continue
+            found.append(process)
     return found
+
+
+def _lives_with_its_parent(process) -> bool:
+    """Python's own helper of a process that has used a spawned pool (the
+    multiprocessing resource tracker, the fork server): it ends with its parent."""
+    command = " ".join(process.cmdline())
+    return "multiprocessing.resource_tracker" in command or (
+        "multiprocessing.forkserver" in command
+    )
 
 
 def free_port() -> int:

@@ -9,6 +9,7 @@ a run's ``metrics.json`` calls for and what they carry; it never imports Prefect
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,15 @@ NO_NEW_DATA = EventKind(
     "{{ event.payload.line }}\nrun {{ event.payload.run_id }}",
 )
 
+RUN_REFUSED = EventKind(
+    "fraudaug.run.refused",
+    "fraudaug run refused its input before the flow started (a corrupt or "
+    "mistyped file or partition, a table that does not match the schema, a "
+    "missing file or folder): no flow run exists, so no flow-run event either",
+    "fraudaug: a run refused its input: {{ event.payload.file }}",
+    "{{ event.payload.reason }}\ndata: {{ event.payload.data }}",
+)
+
 EVENTS: tuple[EventKind, ...] = (
     RUN_COMPLETED,
     CHAMPION_PROMOTED,
@@ -107,7 +117,7 @@ RUN_FAILED = EventKind(
 )
 RUN_FAILED_EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed")
 
-NOTIFIABLE: tuple[EventKind, ...] = (*EVENTS, RUN_FAILED)
+NOTIFIABLE: tuple[EventKind, ...] = (*EVENTS, RUN_REFUSED, RUN_FAILED)
 """What ``fraudaug alerts`` can notify on."""
 
 
@@ -213,6 +223,25 @@ def run_events(metrics: dict[str, Any], *, report: str | None = None) -> list[Ru
     for event in out:
         event.payload = {"run_id": run_id, **event.payload}
     return out
+
+
+def refused_event(reason: str, *, data: str, at: str) -> RunEvent:
+    """The event of a run that refused its input: ``reason`` is the one line
+    the command printed (it names the file, and the column, row and line where
+    there is one), ``data`` the source the run was given, ``at`` the UTC time
+    (``YYYYmmddTHHMMSSZ``), which names the resource (there is no run id)."""
+    file = reason.split(": ", 1)[0] if ": " in reason else data
+    line = re.search(r"\(line (\d+)\)", reason)
+    return RunEvent(
+        RUN_REFUSED,
+        {
+            "run_id": f"refused-{at}",
+            "file": file,
+            "line": int(line.group(1)) if line else None,
+            "reason": reason,
+            "data": data,
+        },
+    )
 
 
 def resource(run_id: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """``fraudaug alerts`` against a real Prefect server and a local HTTP receiver:
 a run's findings post exactly one notification each, carrying the figures; a
-failed flow run posts one; a healthy run posts none."""
+failed flow run posts one, a run that refused its input one; a healthy run posts
+none."""
 
 import copy
 import json
@@ -100,11 +101,11 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
 
         setup = fraudaug(env, "alerts", "setup", "--webhook", receiver.url)
         assert setup.returncode == 0, setup.stderr
-        assert setup.stdout.count("created ") == 5
+        assert setup.stdout.count("created ") == 6
         again = fraudaug(env, "alerts", "setup", "--webhook", receiver.url)
-        assert again.stdout.count("updated ") == 5 and "created " not in again.stdout
+        assert again.stdout.count("updated ") == 6 and "created " not in again.stdout
         listed = fraudaug(env, "alerts", "list")
-        assert listed.stdout.count("fraudaug: ") == 5, listed.stdout
+        assert listed.stdout.count("fraudaug: ") == 6, listed.stdout
         assert "fraudaug.champion.degraded" in listed.stdout
 
         emitted = subprocess.run(
@@ -136,11 +137,34 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
         messages = receiver.wait_for(2)
         assert len(messages) == 2, messages
         assert "Failed" in messages[1]["text"]
+
+        # Nights refused before any flow run exists (a table that does not match
+        # the schema, a corrupt Parquet file): one line, exit 2, and one message
+        # each naming the file and the reason.
+        corrupt = tmp_path / "corrupt.parquet"
+        corrupt.write_bytes(b"PAR1 but not a Parquet file" * 10)
+        for source, reason in ((bad, "missing column(s)"), (corrupt, "not a readable")):
+            refused = fraudaug(
+                env, "run", "--data", str(source), "--reports", "reports",
+                "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", cwd=tmp_path,
+            )  # fmt: skip
+            assert refused.returncode == 2, refused.stderr
+            assert refused.stderr.count("\n") == 1, refused.stderr  # its one line
+            assert reason in refused.stderr
+        messages = receiver.wait_for(4)
+        assert len(messages) == 4, messages
+        for message, source, reason in (
+            (messages[2], bad, "missing column(s)"),
+            (messages[3], corrupt, "not a readable Parquet file"),
+        ):
+            subject, body = message["text"].split("\n", 1)
+            assert subject == f"fraudaug: a run refused its input: {source}"
+            assert reason in body and f"data: {source}" in body
         time.sleep(10)  # nothing more arrives: one message per finding
-        assert len(receiver.received) == 2, receiver.received
+        assert len(receiver.received) == 4, receiver.received
 
         removed = fraudaug(env, "alerts", "remove")
-        assert removed.returncode == 0 and "removed 5 automation(s)" in removed.stdout
+        assert removed.returncode == 0 and "removed 6 automation(s)" in removed.stdout
         assert "no fraudaug automations" in fraudaug(env, "alerts", "list").stdout
     receiver.server.shutdown()
 

@@ -15,7 +15,9 @@ from pipeline.report.alerts import (
     NO_NEW_DATA,
     NOTIFIABLE,
     RUN_COMPLETED,
+    RUN_REFUSED,
     UNSEEN_CATEGORIES,
+    refused_event,
     run_events,
 )
 
@@ -212,3 +214,32 @@ def test_event_names_are_unique_and_namespaced():
     assert len(set(names)) == len(names)
     assert all(n.startswith("fraudaug.") for n in names[:-1])
     assert names[-1] == "prefect.flow-run.Failed"
+
+
+def test_a_refused_run_names_the_file_the_line_and_the_reason():
+    """What ``fraudaug run`` printed when it refused its input becomes the
+    event's reason; the file and the line are read from it, and the message
+    renders from the payload."""
+    reason = (
+        "landing/day=2026-12-04/part.csv: column amount, row 7 (line 9): found "
+        "'12,5', expected a number"
+    )
+    event = refused_event(reason, data="landing/", at="20261205T030000Z")
+    assert event.kind is RUN_REFUSED and RUN_REFUSED.alert  # notified by default
+    assert event.payload == {
+        "run_id": "refused-20261205T030000Z",
+        "file": "landing/day=2026-12-04/part.csv",
+        "line": 9,
+        "reason": reason,
+        "data": "landing/",
+    }
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    context = {"event": {"payload": event.payload}}
+    subject = env.from_string(RUN_REFUSED.subject).render(context)
+    body = env.from_string(RUN_REFUSED.body).render(context)
+    assert subject == (
+        "fraudaug: a run refused its input: landing/day=2026-12-04/part.csv"
+    )
+    assert body.startswith(reason)
+    bare = refused_event("nothing to read", data="x.csv", at="20261205T030000Z")
+    assert (bare.payload["file"], bare.payload["line"]) == ("x.csv", None)
