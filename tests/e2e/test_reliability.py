@@ -251,3 +251,44 @@ def test_a_run_stopped_at_the_terminal_or_killed_leaves_nothing_running(
     if how == "ctrl-c":
         lines = err.read_text().strip().splitlines()
         assert lines[-1].startswith("fraudaug: interrupted; the run stopped"), lines
+
+
+def test_a_method_that_fails_through_the_real_command_exits_3(tmp_path, sample_path):
+    """A method whose every fit fails (SMOTE asked for more neighbours than the
+    training frauds have): the real command completes the run without it,
+    prints the report's path, says which method was left out and why in its
+    last line, and exits 3; nothing it started is left running."""
+    err = tmp_path / "err.log"
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [
+                FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+                "--reports", "reports", *FAST,
+                "--set", 'evaluation.methods=["none","smote"]',
+                "--set", "evaluation.smote_k_neighbors=1000",
+                "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
+            ],
+            cwd=tmp_path,
+            env={
+                **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
+                "PREFECT_HOME": str(tmp_path / "prefect-home"),
+            },
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )  # fmt: skip
+        tree = []
+        while proc.poll() is None:
+            tree += [p for p in process_tree(proc.pid) if p not in tree]
+            time.sleep(0.5)
+        out = proc.stdout.read()
+    assert proc.returncode == 3, err.read_text()[-3000:]
+    report = Path(tmp_path / out.strip())
+    assert report.name == "report.html" and report.is_file()
+    last = err.read_text().strip().splitlines()[-1]
+    assert last.startswith("fraudaug: completed with failures: smote left out (")
+    assert "n_neighbors" in last and last.endswith("(see the report)")
+    metrics = json.loads((report.parent / "metrics.json").read_text())
+    assert metrics["status"] == "completed_with_failures"
+    assert {f["method"] for f in metrics["failures"]} == {"smote"}
+    assert tree and still_running(tree) == []
