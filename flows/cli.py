@@ -360,8 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             package_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     previous = None
     if args.command in ("run", "generate", "score"):
-        with contextlib.suppress(ValueError):  # not the main thread: leave it
-            previous = signal.signal(signal.SIGTERM, interrupts.on_sigterm)
+        with contextlib.suppress(ValueError):  # not the main thread: leave them
+            previous = (
+                signal.signal(signal.SIGTERM, interrupts.on_sigterm),
+                signal.signal(signal.SIGINT, interrupts.on_sigint),
+            )
     try:
         return args.func(args)
     except PipelineError as exc:
@@ -374,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyboardInterrupt, interrupts.Terminated, Exception) as exc:
         if not interrupts.stopped_by(exc):
             raise  # a bug: its traceback
-        interrupted = isinstance(exc, KeyboardInterrupt)
+        interrupted = interrupts.interrupted(exc)
         after = (
             "the run stopped (its MLflow run is marked KILLED; the same command "
             "resumes it)"
@@ -390,7 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STOPPED[0] if interrupted else EXIT_STOPPED[1]
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
             interrupts.clear()
 
 

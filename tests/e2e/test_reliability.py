@@ -135,11 +135,13 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
     assert not (tmp_path / "mlflow.db").exists()
 
 
-def _start_smoke_run(tmp_path, sample_path, stderr, *settings, new_session=False):
+def _start_smoke_run(
+    tmp_path, sample_path, stderr, *settings, new_session=False, stdout=None
+):
     """``fraudaug run`` of the smoke profile on the sample in ``tmp_path`` (its own
     store, cache and Prefect home), with ``--set`` ``settings``; stderr to
-    ``stderr``; ``new_session``: in a process group of its own, as a terminal
-    starts a command."""
+    ``stderr``, stdout to ``stdout`` (default: discarded); ``new_session``: in a
+    process group of its own, as a terminal starts a command."""
     sets = [x for item in settings for x in ("--set", item)]
     return subprocess.Popen(
         [
@@ -152,9 +154,10 @@ def _start_smoke_run(tmp_path, sample_path, stderr, *settings, new_session=False
             **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
             "PREFECT_HOME": str(tmp_path / "prefect-home"),
         },
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL if stdout is None else stdout,
         stderr=stderr,
         start_new_session=new_session,
+        text=True,
     )  # fmt: skip
 
 
@@ -260,23 +263,16 @@ def test_a_method_that_fails_through_the_real_command_exits_3(tmp_path, sample_p
     last line, and exits 3; nothing it started is left running."""
     err = tmp_path / "err.log"
     with open(err, "w") as stderr:
-        proc = subprocess.Popen(
-            [
-                FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
-                "--reports", "reports", *FAST,
-                "--set", 'evaluation.methods=["none","smote"]',
-                "--set", "evaluation.smote_k_neighbors=1000",
-                "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
-            ],
-            cwd=tmp_path,
-            env={
-                **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-                "PREFECT_HOME": str(tmp_path / "prefect-home"),
-            },
+        proc = _start_smoke_run(
+            tmp_path,
+            sample_path,
+            stderr,
+            "gan.steps=60",
+            "detector.n_estimators=100",
+            'evaluation.methods=["none","smote"]',
+            "evaluation.smote_k_neighbors=1000",
             stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )  # fmt: skip
+        )
         tree = []
         while proc.poll() is None:
             tree += [p for p in process_tree(proc.pid) if p not in tree]

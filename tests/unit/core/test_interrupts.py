@@ -1,4 +1,4 @@
-"""SIGTERM unwinds a command even when the signal lands inside C code."""
+"""SIGTERM and Ctrl-C unwind a command even when the signal lands inside C code."""
 
 import signal
 
@@ -28,6 +28,27 @@ def test_a_termination_lost_inside_c_code_still_exits_143(monkeypatch, capsys):
     )
     # The request is forgotten once the command is over: an error is a bug again.
     assert not interrupts.stopped_by(SystemError("x"))
+
+
+def test_a_ctrl_c_lost_inside_tensorflow_still_exits_130(monkeypatch, capsys):
+    """Ctrl-C during TensorFlow's tracing of a function came out as a TypeError
+    from autograph (seen in the suite: exit 1 and a traceback). The request was
+    recorded, so the command says interrupted and exits 130."""
+
+    def lost(args):
+        try:
+            interrupts.on_sigint(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            raise TypeError("in user code: Expected float32 passed to 'y'") from None
+
+    monkeypatch.setattr(cli, "cmd_generate", lost)
+    argv = ["generate", "--run", "r", "-n", "1", "--out", "o.csv"]
+    assert cli.main(argv) == 130
+    assert capsys.readouterr().err.strip() == (
+        "fraudaug: interrupted; nothing was written"
+    )
+    assert not interrupts.stopped_by(TypeError("x"))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_an_error_without_a_request_is_a_failure(monkeypatch):
