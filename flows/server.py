@@ -14,8 +14,9 @@ cluster's workers (through ``PREFECT_API_URL`` in their environment) use that on
 
 * on Linux the server process gets the parent-death signal: it receives SIGTERM
   when the command's process ends, however it ends, SIGKILL included;
-* when the run stops, the server is stopped and a closed one stays registered,
-  so a late thread's call fails quietly instead of starting another server.
+* when the run stops, the server is stopped and stays registered, closed, so a
+  late thread's call fails (quietly: the command has said its last line)
+  instead of starting another server.
 
 With ``PREFECT_API_URL`` set (a real server) nothing is started.
 """
@@ -79,18 +80,11 @@ class OwnedServer(SubprocessASGIServer):
             super().start(timeout)
 
     def close(self) -> None:
-        """Stop the server; any later :meth:`start` does nothing, so a call to
-        the API fails (connection refused) instead of starting another."""
+        """Stop the server (Prefect's own stop, which also unregisters it); any
+        later :meth:`start` does nothing, so a late call to the API fails
+        instead of starting another server."""
         self.closed = True
-        self.running = True  # what Prefect checks: nothing to start
-        process, self.server_process = self.server_process, None
-        if process is not None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        self.stop()
 
 
 @contextlib.contextmanager
@@ -126,7 +120,7 @@ def temporary_server() -> Iterator[str | None]:
             for worker in (APILogWorker, EventsWorker):
                 worker.drain_all(timeout=30)
         server.close()
-        if not stopped:  # nothing is left running: Prefect may start its own again
-            instances.pop(None, None)
-            if prior is not None:
-                instances[None] = prior
+        if stopped:  # threads may still run: they find the closed server
+            instances[None] = server
+        elif prior is not None:  # nothing is left running
+            instances[None] = prior
