@@ -54,6 +54,13 @@ PREFECT_ENV = {
 }
 
 
+def _set_prefect_env() -> None:
+    """:data:`PREFECT_ENV` into the environment, where the user has not set
+    them: call it before Prefect is imported."""
+    for key, value in PREFECT_ENV.items():
+        os.environ.setdefault(key, value)
+
+
 def cmd_fetch_data(args: argparse.Namespace) -> int:
     from pipeline.data.datasets import fetch_creditcard
 
@@ -283,20 +290,17 @@ def _prefect_server_named() -> bool:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    _set_prefect_env()
     try:
         data, overrides, tracking_uri = _check_run(args)
     except PipelineError as exc:
         # No flow run will exist, so no flow-run event either: the refusal is
         # told by an event of its own where a Prefect server is set up.
         if _prefect_server_named():
-            for key, value in PREFECT_ENV.items():
-                os.environ.setdefault(key, value)
             from flows.alerts import tell_refused
 
             tell_refused(str(exc), data=args.data)
         raise
-    for key, value in PREFECT_ENV.items():
-        os.environ.setdefault(key, value)
     from flows.fraud_flow import with_task_runner
     from flows.server import temporary_server
 
@@ -373,8 +377,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_tracking_uri(tracking_uri)
     # Deployment runs are subprocesses of this one: they log where serve was told.
     os.environ[URI_ENV] = tracking_uri
-    for key, value in PREFECT_ENV.items():
-        os.environ.setdefault(key, value)
+    _set_prefect_env()
     # Runs started by these deployments write only inside this folder.
     from pipeline.run.folders import OUTPUT_ROOT_ENV
 
@@ -483,8 +486,7 @@ def cmd_alerts(args: argparse.Namespace) -> int:
         return 0
     if args.action == "setup" and bool(args.webhook) == bool(args.block):
         raise ConfigError("alerts setup: give --webhook URL or --block TYPE/NAME")
-    for key, value in PREFECT_ENV.items():
-        os.environ.setdefault(key, value)
+    _set_prefect_env()
     from flows import alerts
     from flows.fraud_flow import FLOW_NAME
 
