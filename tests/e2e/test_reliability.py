@@ -161,6 +161,15 @@ def _start_smoke_run(
     )  # fmt: skip
 
 
+def _wait_for_line(proc, err: Path, text: str, timeout: float = 300) -> None:
+    """Until the running command's stderr (in the file ``err``) holds ``text``;
+    fails if it ends first or takes longer than ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while text not in err.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+        time.sleep(0.5)
+
+
 def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
     tmp_path, sample_path
 ):
@@ -169,10 +178,7 @@ def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
     err = tmp_path / "err.log"
     with open(err, "w") as stderr:
         proc = _start_smoke_run(tmp_path, sample_path, stderr, "gan.steps=5000")
-        deadline = time.monotonic() + 300
-        while "training cWGAN-GP" not in err.read_text():  # the GAN has started
-            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
-            time.sleep(0.5)
+        _wait_for_line(proc, err, "training cWGAN-GP")  # the GAN has started
         started = process_tree(proc.pid)  # its temporary server among them
         proc.send_signal(signal.SIGTERM)
         # Its stderr on failure: once in CI it exited 1 (2026-12-05), unexplained.
@@ -208,10 +214,7 @@ def test_a_terminated_run_does_not_wait_for_the_fit_it_is_running(
             "detector.n_estimators=100000",
             "detector.early_stopping_rounds=null",
         )
-        deadline = time.monotonic() + 300
-        while "Task run 'monitor-champion" not in err.read_text():  # fits next
-            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
-            time.sleep(0.5)
+        _wait_for_line(proc, err, "Task run 'monitor-champion")  # fits next
         time.sleep(5)  # the fit is under way
         assert proc.poll() is None
         started = process_tree(proc.pid)
@@ -239,10 +242,7 @@ def test_a_run_stopped_at_the_terminal_or_killed_leaves_nothing_running(
         proc = _start_smoke_run(
             tmp_path, sample_path, stderr, "gan.steps=5000", new_session=True
         )
-        deadline = time.monotonic() + 300
-        while "training cWGAN-GP" not in err.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
-            time.sleep(0.5)
+        _wait_for_line(proc, err, "training cWGAN-GP")
         started = process_tree(proc.pid)
         if how == "ctrl-c":
             os.killpg(proc.pid, signal.SIGINT)

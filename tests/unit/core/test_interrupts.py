@@ -8,46 +8,50 @@ from flows import cli
 from pipeline.core import interrupts
 
 
-def test_a_termination_lost_inside_c_code_still_exits_143(monkeypatch, capsys):
-    """TensorFlow's training step can turn the handler's exception into a
-    SystemError (seen once in the suite: exit 1 and a FAILED MLflow run). The
-    request was recorded, so the command still says terminated, exits 143 and
-    the flow marks its run KILLED."""
+@pytest.mark.parametrize(
+    "handler, signum, raised, lost, code, word",
+    [
+        # TensorFlow's training step turned the handler's exception into a
+        # SystemError (seen once in the suite: exit 1 and a FAILED MLflow run).
+        (
+            interrupts.on_sigterm,
+            signal.SIGTERM,
+            interrupts.Terminated,
+            SystemError("bad argument to internal function"),
+            143,
+            "terminated",
+        ),
+        # Ctrl-C during TensorFlow's tracing of a function came out as a
+        # TypeError from autograph (seen in the suite: exit 1 and a traceback).
+        (
+            interrupts.on_sigint,
+            signal.SIGINT,
+            KeyboardInterrupt,
+            TypeError("in user code: Expected float32 passed to 'y'"),
+            130,
+            "interrupted",
+        ),
+    ],
+    ids=["sigterm", "ctrl-c"],
+)
+def test_a_stop_lost_inside_c_code_still_ends_the_command_as_stopped(
+    monkeypatch, capsys, handler, signum, raised, lost, code, word
+):
+    """The request was recorded, so the command still says which stop it was
+    and exits with its code (and the flow marks its run KILLED)."""
 
-    def lost(args):
+    def command(args):
         try:
-            interrupts.on_sigterm(signal.SIGTERM, None)
-        except interrupts.Terminated:
-            raise SystemError("bad argument to internal function") from None
+            handler(signum, None)
+        except raised:
+            raise lost from None
 
-    monkeypatch.setattr(cli, "cmd_generate", lost)
+    monkeypatch.setattr(cli, "cmd_generate", command)
     argv = ["generate", "--run", "r", "-n", "1", "--out", "o.csv"]
-    assert cli.main(argv) == 143
-    assert capsys.readouterr().err.strip() == (
-        "fraudaug: terminated; nothing was written"
-    )
+    assert cli.main(argv) == code
+    assert capsys.readouterr().err.strip() == f"fraudaug: {word}; nothing was written"
     # The request is forgotten once the command is over: an error is a bug again.
-    assert not interrupts.stopped_by(SystemError("x"))
-
-
-def test_a_ctrl_c_lost_inside_tensorflow_still_exits_130(monkeypatch, capsys):
-    """Ctrl-C during TensorFlow's tracing of a function came out as a TypeError
-    from autograph (seen in the suite: exit 1 and a traceback). The request was
-    recorded, so the command says interrupted and exits 130."""
-
-    def lost(args):
-        try:
-            interrupts.on_sigint(signal.SIGINT, None)
-        except KeyboardInterrupt:
-            raise TypeError("in user code: Expected float32 passed to 'y'") from None
-
-    monkeypatch.setattr(cli, "cmd_generate", lost)
-    argv = ["generate", "--run", "r", "-n", "1", "--out", "o.csv"]
-    assert cli.main(argv) == 130
-    assert capsys.readouterr().err.strip() == (
-        "fraudaug: interrupted; nothing was written"
-    )
-    assert not interrupts.stopped_by(TypeError("x"))
+    assert not interrupts.stopped_by(type(lost)("x"))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
