@@ -11,6 +11,7 @@ notification block by its ``TYPE/NAME`` slug (Slack, Microsoft Teams, e-mail …
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -71,30 +72,58 @@ def tell_refused(reason: str, *, data: str) -> bool:
     to the Prefect server at ``PREFECT_API_URL``, where ``fraudaug alerts``
     notifies on it, and wait until it is sent. Never fails the command and never
     speaks: a server that does not answer gets nothing (``False``)."""
-    from datetime import UTC, datetime
-
     from pipeline.report.alerts import refused_event
 
     try:
         check_server()
     except Exception:  # the refusal's own line is what the user needs
         return False
+    _send(refused_event(reason, data=data, at=_now()), timeout=30)
+    return True
+
+
+def tell_terminated(*, stages: list[str], run_id: str | None, data: str) -> None:
+    """Emit ``fraudaug.run.terminated``
+    (:func:`pipeline.report.alerts.terminated_event`) from a stopped flow run
+    and give it a few seconds to be sent: a stopped command has little time
+    (a scheduler's SIGKILL follows its SIGTERM). Never fails and never speaks."""
+    from pipeline.core import interrupts
+    from pipeline.report.alerts import terminated_event
+
+    event = terminated_event(
+        signal=interrupts.how(), stages=stages, run_id=run_id, data=data, at=_now()
+    )
+    with contextlib.suppress(Exception):
+        check_server()  # else nothing: Prefect would start a server to send it
+        _send(event, timeout=5)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+
+
+def _send(event, *, timeout: float) -> None:
+    """Emit ``event`` with its run as resource; wait up to ``timeout`` seconds
+    until it is sent."""
     from prefect.events import emit_event
     from prefect.events.worker import EventsWorker
 
-    event = refused_event(reason, data=data, at=f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}")
     emit_event(
-        event.name, resource=resource(event.payload["run_id"]), payload=event.payload
+        event.name,
+        resource=resource(event.payload["run_id"]),
+        related=event.related or None,
+        payload=event.payload,
     )
     # The worker's "Still processing items" progress line is not the user's.
     progress = logging.getLogger(EventsWorker.__name__)
     level = progress.level
     progress.setLevel(logging.ERROR)
     try:
-        EventsWorker.drain_all(timeout=30)
+        EventsWorker.drain_all(timeout=timeout)
     finally:
         progress.setLevel(level)
-    return True
 
 
 def check_server() -> str:

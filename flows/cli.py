@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -360,11 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             package_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     previous = None
     if args.command in ("run", "generate", "score"):
-        with contextlib.suppress(ValueError):  # not the main thread: leave them
-            previous = (
-                signal.signal(signal.SIGTERM, interrupts.on_sigterm),
-                signal.signal(signal.SIGINT, interrupts.on_sigint),
-            )
+        previous = interrupts.install()
     try:
         return args.func(args)
     except PipelineError as exc:
@@ -393,9 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STOPPED[0] if interrupted else EXIT_STOPPED[1]
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous[0])
-            signal.signal(signal.SIGINT, previous[1])
-            interrupts.clear()
+            interrupts.restore(previous)
 
 
 EXIT_STOPPED = (130, 143)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.core import layout
+from pipeline.core import interrupts, layout
 from pipeline.core.errors import ConfigError, DataValidationError, PipelineError
 from pipeline.core.paths import (
     check_input_table,
@@ -293,13 +293,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     _set_prefect_env()
     try:
         data, overrides, tracking_uri = _check_run(args)
-    except PipelineError as exc:
-        # No flow run will exist, so no flow-run event either: the refusal is
-        # told by an event of its own where a Prefect server is set up.
+    except BaseException as exc:
+        # No flow run will exist, so no flow-run event either: a refusal, or a
+        # stop while the input is read, is told by an event of its own where a
+        # Prefect server is set up.
         if _prefect_server_named():
-            from flows.alerts import tell_refused
+            from flows.alerts import tell_refused, tell_terminated
 
-            tell_refused(str(exc), data=args.data)
+            if isinstance(exc, PipelineError):
+                tell_refused(str(exc), data=args.data)
+            elif interrupts.stopped_by(exc):
+                tell_terminated(stages=["ingest"], run_id=None, data=args.data)
         raise
     from flows.fraud_flow import with_task_runner
     from flows.server import temporary_server
@@ -318,15 +322,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     print(result["report"])
     if result.get("status") == "completed_with_failures":
-        failed = result.get("failed_methods") or {}
         print(
-            "fraudaug: completed with failures: "
-            + (
-                "; ".join(f"{m} left out ({why})" for m, why in failed.items())
-                if failed
-                else "some amounts of a method failed"
-            )
-            + " (see the report)",
+            f"fraudaug: completed with failures: {result['failures']} (see the report)",
             file=sys.stderr,
         )
         return EXIT_COMPLETED_WITH_FAILURES

@@ -17,16 +17,17 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run as prefect_flow_run
+from prefect.states import Cancelled, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.alerts import emit_run_events
+from flows.alerts import emit_run_events, tell_terminated
 from pipeline.core import interrupts, layout
 from pipeline.core.artifacts import git_commit
 from pipeline.core.config import PipelineConfig, Profile, load_config, run_seeds
 from pipeline.core.memory import ResourceMeter, limit_malloc_arenas, metered, metering
 from pipeline.data import partitions
 from pipeline.data.schema import load_schema
-from pipeline.evaluation.amounts import failed_methods
+from pipeline.evaluation.amounts import failed_methods, failures_line
 from pipeline.features.rows import SplitInputs, forget_loaded
 from pipeline.registry import tracking
 from pipeline.run import conclude, fit, folders, prepare, train
@@ -212,7 +213,9 @@ class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
     :func:`flows.cli.entry`.)"""
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-        if exc_value is not None and interrupts.stopped_by(exc_value):
+        if interrupts.requested() or (
+            exc_value is not None and interrupts.stopped_by(exc_value)
+        ):
             for event in self._cancel_events.values():
                 event.set()
             if self._executor is not None:
@@ -257,22 +260,44 @@ def fraud_augmentation(
     data, nothing retrains (``retrain_unchanged`` retrains anyway).
     """
     limit_malloc_arenas()  # before the task workers start (see pipeline.core.memory)
-    with metering(ResourceMeter()) as meter:
-        return _augment(
-            meter,
-            data_path=data_path,
-            profile=profile,
-            seed=seed,
-            reports_dir=reports_dir,
-            overrides=overrides,
-            tracking_uri=tracking_uri,
-            schema_path=schema_path,
-            retrain_unchanged=retrain_unchanged,
-        )
+    reached: dict[str, Any] = {}
+    with (
+        metering(ResourceMeter()) as meter,
+        interrupts.handled_here() as handled,
+    ):
+        try:
+            return _augment(
+                meter,
+                reached,
+                data_path=data_path,
+                profile=profile,
+                seed=seed,
+                reports_dir=reports_dir,
+                overrides=overrides,
+                tracking_uri=tracking_uri,
+                schema_path=schema_path,
+                retrain_unchanged=retrain_unchanged,
+            )
+        except BaseException as exc:
+            if not (handled and interrupts.stopped_by(exc)):
+                raise
+            return _stopped(meter.running(), reached.get("run_id"), data_path)
+
+
+def _stopped(stages: list[str], run_id: str | None, data_path: str) -> State:
+    """A run its command stopped (SIGTERM, Ctrl-C; the run folder and its
+    MLflow run already closed on the way out): told by a
+    ``fraudaug.run.terminated`` event, and its flow run ended Cancelled — the
+    stop of a job, not its failure (a Failed or Crashed flow run would post the
+    "run failed" alert as well: one ending, one message)."""
+    tell_terminated(stages=stages, run_id=run_id, data=data_path)
+    during = f" during {', '.join(stages)}" if stages else ""
+    return Cancelled(message=f"stopped by {interrupts.how()}{during}")
 
 
 def _augment(
     meter: ResourceMeter,
+    reached: dict[str, Any],
     *,
     data_path: str,
     profile: str,
@@ -283,7 +308,8 @@ def _augment(
     schema_path: str | None,
     retrain_unchanged: bool = False,
 ) -> dict:
-    """The flow's body (:func:`fraud_augmentation`), under its meter."""
+    """The flow's body (:func:`fraud_augmentation`), under its meter;
+    ``reached`` gets the run's ``run_id`` once its folder exists."""
     logger = get_run_logger()
     if logging.getLogger("pipeline").level == logging.NOTSET:
         # Progress lines (GAN steps, per-fit metrics) are INFO: show them in the
@@ -329,6 +355,7 @@ def _augment(
             )
     run = start_run(reports_dir, data["sha256"], config, table.fingerprint())
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
+    reached["run_id"] = run_id
     if run["resumed"]:
         logger.info("resuming interrupted run %s (same data and config)", run_id)
     tags = {
@@ -416,18 +443,15 @@ def _augment(
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])
-    failed = failed_methods(metrics["failures"])
-    if metrics["failures"]:
-        logger.warning(
-            "completed with failures: %s",
-            "; ".join(f"{m} ({why})" for m, why in failed.items())
-            or f"{len(metrics['failures'])} fit(s) at some amounts",
-        )
+    failures = failures_line(metrics["failures"]) if metrics["failures"] else None
+    if failures:
+        logger.warning("completed with failures: %s", failures)
     return {
         "run_id": run_id,
         **written,
         "status": metrics["status"],
-        "failed_methods": failed,
+        "failed_methods": failed_methods(metrics["failures"]),
+        "failures": failures,
         "events": emitted,
     }
 
@@ -661,6 +685,7 @@ def _nothing_new(
         "report": str(report_path),
         "status": metrics["status"],
         "failed_methods": {},
+        "failures": None,
         "events": emitted,
     }
 

@@ -213,6 +213,45 @@ def stop_group(process, timeout: float = 30) -> None:
     process.wait()
 
 
+HELD = """
+import functools, importlib, sys, time
+from pathlib import Path
+
+where, mark, when = sys.argv[1:4]
+del sys.argv[1:4]
+module, name = where.rsplit(".", 1)
+module = importlib.import_module("pipeline." + module)
+function = getattr(module, name)
+
+
+@functools.wraps(function)
+def held(*args, **kwargs):
+    if when == "after":
+        function(*args, **kwargs)
+    Path(mark).touch()
+    time.sleep(300)
+    return function(*args, **kwargs)
+
+
+setattr(module, name, held)
+from flows.cli import entry
+
+entry()
+"""
+
+
+def fraudaug_held_at(where: str, mark: Path, *, after: bool = False) -> list[str]:
+    """The ``fraudaug`` command (its console script's function) held for five
+    minutes, once ``mark`` is written, as the function ``where`` of
+    :mod:`pipeline` (``module.function`` as that module names it, e.g.
+    ``run.prepare.stage_ingest``) starts, or ``after`` its first call returns:
+    a signal sent then lands there, however short it is."""
+    import sys
+
+    when = "after" if after else "before"
+    return [sys.executable, "-c", HELD, where, str(mark), when]
+
+
 def process_tree(pid: int) -> list:
     """``pid``'s descendants now (psutil processes)."""
     import psutil

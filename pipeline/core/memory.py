@@ -139,6 +139,8 @@ class ResourceMeter:
         self.interval = interval
         self._samples: list[tuple[float, int]] = []
         self._spans: list[tuple[str, float, float]] = []
+        self._open: list[tuple[str, float]] = []
+        self._raised: list[tuple[str, float]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -167,11 +169,26 @@ class ResourceMeter:
     @contextlib.contextmanager
     def span(self, name: str) -> Iterator[None]:
         start = time.monotonic()
+        with self._lock:
+            self._open.append((name, start))
         try:
             yield
+        except BaseException:
+            with self._lock:
+                self._raised.append((name, start))
+            raise
         finally:
             with self._lock:
+                self._open.remove((name, start))
                 self._spans.append((name, start, time.monotonic()))
+
+    def running(self) -> list[str]:
+        """The stages running now or ended by an exception (where a stopped
+        run was: the stage it unwound and the fits still running beside it),
+        each once, in the order they started."""
+        with self._lock:
+            spans = sorted(self._open + self._raised, key=lambda span: span[1])
+        return list(dict.fromkeys(name for name, _ in spans))
 
     def summary(self) -> dict[str, Any]:
         """``peak_rss_mb`` (of the run so far) and ``stages`` (``stage``,

@@ -51,6 +51,20 @@ def failed_methods(failures: list[dict]) -> dict[str, str]:
     return out
 
 
+def failures_line(failures: list[dict]) -> str:
+    """What a run with failed fits says, in one line (the command's last line,
+    the flow's warning, the alert): each method left out and its first reason,
+    else how many fits failed at some amounts."""
+    left_out = failed_methods(failures)
+    if left_out:
+        return "; ".join(f"{m} left out ({why})" for m, why in left_out.items())
+    methods = ", ".join(sorted({f["method"] for f in failures}))
+    return (
+        f"{len(failures)} fit(s) of {methods} failed at some amounts "
+        "(compared at the others)"
+    )
+
+
 def _search_entry(record: dict) -> dict:
     entry = {
         "sampling_strategy": record["sampling_strategy"],

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.data.partitions import nothing_new
+from pipeline.evaluation.amounts import failed_methods, failures_line
 from pipeline.evaluation.metrics import best_method
 
 RESOURCE_PREFIX = "fraudaug.run"
@@ -48,6 +49,13 @@ RUN_COMPLETED = EventKind(
     "{{ event.payload.rows }} rows, {{ event.payload.frauds }} frauds; "
     "report: {{ event.payload.report }}",
     alert=False,
+)
+METHODS_FAILED = EventKind(
+    "fraudaug.methods.failed",
+    "a method's fits failed (a sampler raised or ran out of memory): the run "
+    "completed without it (fraudaug run exits 3) or without some of its amounts",
+    "fraudaug run {{ event.payload.run_id }}: completed with failures",
+    "{{ event.payload.line }}\nreport: {{ event.payload.report }}",
 )
 CHAMPION_PROMOTED = EventKind(
     "fraudaug.champion.promoted",
@@ -96,8 +104,19 @@ RUN_REFUSED = EventKind(
     "{{ event.payload.reason }}\ndata: {{ event.payload.data }}",
 )
 
+RUN_TERMINATED = EventKind(
+    "fraudaug.run.terminated",
+    "fraudaug run was stopped (SIGTERM: a scheduler's timeout, a stopped service; "
+    "or Ctrl-C): its flow run ends Cancelled, not Failed or Crashed, so this is "
+    "the one message it sends",
+    "fraudaug: run {{ event.payload.run_id }} terminated ({{ event.payload.signal }})",
+    "stopped during {{ event.payload.stages | join(', ') or 'its start' }}; "
+    "{{ event.payload.resume }}\ndata: {{ event.payload.data }}",
+)
+
 EVENTS: tuple[EventKind, ...] = (
     RUN_COMPLETED,
+    METHODS_FAILED,
     CHAMPION_PROMOTED,
     CHAMPION_DEGRADED,
     DRIFT_DETECTED,
@@ -117,7 +136,7 @@ RUN_FAILED = EventKind(
 )
 RUN_FAILED_EVENTS = ("prefect.flow-run.Failed", "prefect.flow-run.Crashed")
 
-NOTIFIABLE: tuple[EventKind, ...] = (*EVENTS, RUN_REFUSED, RUN_FAILED)
+NOTIFIABLE: tuple[EventKind, ...] = (*EVENTS, RUN_REFUSED, RUN_TERMINATED, RUN_FAILED)
 """What ``fraudaug alerts`` can notify on."""
 
 
@@ -140,6 +159,17 @@ def run_events(metrics: dict[str, Any], *, report: str | None = None) -> list[Ru
     run_id = metrics["run_id"]
     related = _model_resources(metrics)
     out = [RunEvent(RUN_COMPLETED, _completed(metrics, report), related)]
+    if metrics.get("failures"):
+        out.append(
+            RunEvent(
+                METHODS_FAILED,
+                {
+                    "methods": failed_methods(metrics["failures"]),
+                    "line": failures_line(metrics["failures"]),
+                    "report": report,
+                },
+            )
+        )
     registry = metrics.get("registry") or {}
     if registry.get("promoted"):
         out.append(
@@ -239,6 +269,29 @@ def refused_event(reason: str, *, data: str, at: str) -> RunEvent:
             "file": file,
             "line": int(line.group(1)) if line else None,
             "reason": reason,
+            "data": data,
+        },
+    )
+
+
+def terminated_event(
+    *, signal: str, stages: list[str], run_id: str | None, data: str, at: str
+) -> RunEvent:
+    """The event of a run that was stopped: ``signal`` (``SIGTERM`` or
+    ``Ctrl-C``), the ``stages`` that were running, the run's id (``None``
+    when it was stopped before its run folder existed: then it is named by
+    ``at``, the UTC time ``YYYYmmddTHHMMSSZ``) and its ``data``."""
+    return RunEvent(
+        RUN_TERMINATED,
+        {
+            "run_id": run_id or f"terminated-{at}",
+            "signal": signal,
+            "stages": list(stages),
+            "resume": (
+                "its MLflow run is KILLED; the same command resumes it"
+                if run_id
+                else "no run folder had been made; the same command starts again"
+            ),
             "data": data,
         },
     )

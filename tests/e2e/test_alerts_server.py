@@ -5,6 +5,7 @@ none."""
 
 import copy
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import prefect_server
+from tests.helpers import fraudaug_held_at, prefect_server
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +51,12 @@ class Receiver:
 
 def fraudaug(env, *args, cwd=None):
     return subprocess.run(
-        [str(BIN / "fraudaug"), *args], env=env, cwd=cwd, capture_output=True, text=True
+        [str(BIN / "fraudaug"), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
 
@@ -65,7 +71,7 @@ EventsWorker.drain_all()
 
 
 def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
-    finished_run, tmp_path
+    finished_run, tmp_path, sample_path
 ):
     result, reports = finished_run
     real = json.loads((Path(result["run_dir"]) / "metrics.json").read_text())
@@ -101,11 +107,11 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
 
         setup = fraudaug(env, "alerts", "setup", "--webhook", receiver.url)
         assert setup.returncode == 0, setup.stderr
-        assert setup.stdout.count("created ") == 6
+        assert setup.stdout.count("created ") == 8
         again = fraudaug(env, "alerts", "setup", "--webhook", receiver.url)
-        assert again.stdout.count("updated ") == 6 and "created " not in again.stdout
+        assert again.stdout.count("updated ") == 8 and "created " not in again.stdout
         listed = fraudaug(env, "alerts", "list")
-        assert listed.stdout.count("fraudaug: ") == 6, listed.stdout
+        assert listed.stdout.count("fraudaug: ") == 8, listed.stdout
         assert "fraudaug.champion.degraded" in listed.stdout
 
         emitted = subprocess.run(
@@ -160,11 +166,60 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
             subject, body = message["text"].split("\n", 1)
             assert subject == f"fraudaug: a run refused its input: {source}"
             assert reason in body and f"data: {source}" in body
+
+        # A night whose method fails, through the real command: exit 3 and one
+        # message saying which method and why, with what else the run found.
+        common = [
+            "run", "--data", str(sample_path), "--profile", "smoke",
+            "--reports", "reports", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}",
+            "--set", 'evaluation.methods=["none","smote"]',
+            "--set", "detector.n_estimators=100",
+            "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
+        ]  # fmt: skip
+        failing = fraudaug(
+            env, *common, "--set", "evaluation.smote_k_neighbors=1000", cwd=tmp_path
+        )
+        assert failing.returncode == 3, failing.stderr[-3000:]
+        report = tmp_path / failing.stdout.strip().splitlines()[-1]
+        from pipeline.report.alerts import METHODS_FAILED
+
+        night = json.loads((report.parent / "metrics.json").read_text())
+        found = [e for e in run_events(night) if e.kind.alert]
+        assert METHODS_FAILED in [e.kind for e in found]
+        messages = receiver.wait_for(4 + len(found))
+        assert len(messages) == 4 + len(found), messages
+        (failed_message,) = [
+            m for m in messages[4:] if "completed with failures" in m["text"]
+        ]
+        assert "smote left out (split 0: " in failed_message["text"]
+
+        # A night stopped by its scheduler (SIGTERM, here while it preprocesses):
+        # one message naming the run, the signal and the stage; its flow run is
+        # Cancelled, so the "run failed" automation stays silent.
+        held = tmp_path / "held"
+        stopped = subprocess.Popen(
+            [*fraudaug_held_at("run.prepare.stage_preprocess", held), *common],
+            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while not held.exists() and stopped.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        stopped.send_signal(signal.SIGTERM)
+        assert stopped.wait(120) == 143, stopped.stderr.read()[-3000:]
+        messages = receiver.wait_for(5 + len(found))
+        subject, body = messages[-1]["text"].split("\n", 1)
+        assert subject.startswith("fraudaug: run ") and subject.endswith(
+            " terminated (SIGTERM)"
+        )
+        assert body.startswith("stopped during preprocess; its MLflow run is KILLED")
         time.sleep(10)  # nothing more arrives: one message per finding
-        assert len(receiver.received) == 4, receiver.received
+        assert len(receiver.received) == 5 + len(found), receiver.received
+        assert not any("Crashed" in m["text"] for m in receiver.received)
 
         removed = fraudaug(env, "alerts", "remove")
-        assert removed.returncode == 0 and "removed 6 automation(s)" in removed.stdout
+        assert removed.returncode == 0 and "removed 8 automation(s)" in removed.stdout
         assert "no fraudaug automations" in fraudaug(env, "alerts", "list").stdout
     receiver.server.shutdown()
 

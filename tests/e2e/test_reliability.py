@@ -3,6 +3,7 @@ failing cleanly on an unwritable output folder."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import process_tree, still_running
+from tests.helpers import fraudaug_held_at, process_tree, still_running
 
 pytestmark = pytest.mark.slow
 
@@ -136,16 +137,23 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
 
 
 def _start_smoke_run(
-    tmp_path, sample_path, stderr, *settings, new_session=False, stdout=None
+    tmp_path,
+    sample_path,
+    stderr,
+    *settings,
+    new_session=False,
+    stdout=None,
+    command=(FRAUDAUG,),
 ):
     """``fraudaug run`` of the smoke profile on the sample in ``tmp_path`` (its own
     store, cache and Prefect home), with ``--set`` ``settings``; stderr to
     ``stderr``, stdout to ``stdout`` (default: discarded); ``new_session``: in a
-    process group of its own, as a terminal starts a command."""
+    process group of its own, as a terminal starts a command; ``command``: the
+    ``fraudaug`` command (e.g. :func:`tests.helpers.fraudaug_held_at`)."""
     sets = [x for item in settings for x in ("--set", item)]
     return subprocess.Popen(
         [
-            FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+            *command, "run", "--data", str(sample_path), "--profile", "smoke",
             "--reports", "reports", *sets,
             "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
         ],
@@ -168,6 +176,66 @@ def _wait_for_line(proc, err: Path, text: str, timeout: float = 300) -> None:
     while text not in err.read_text():
         assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
         time.sleep(0.5)
+
+
+PHASES = {
+    "ingest": "run.prepare.stage_ingest",
+    "preprocess": "run.prepare.stage_preprocess",
+    "fidelity": "run.train.stage_fidelity",
+    "registry": "run.conclude.stage_registry",
+    "report": "run.conclude.stage_report",
+}
+"""The phases a SIGTERM is sent in (held there: :func:`fraudaug_held_at`),
+besides GAN training and a detector's fit (the tests below)."""
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_sigterm_at_each_phase_leaves_nothing_running_and_one_last_line(
+    tmp_path, sample_path, phase
+):
+    """SIGTERM while the run is in ``phase``: exit 143, its one line last and no
+    traceback, no process the run started left, its flow run Cancelled naming
+    the phase, its MLflow run (once it has one) KILLED, nothing registered."""
+    err, held = tmp_path / "err.log", tmp_path / "held"
+    with open(err, "w") as stderr:
+        proc = _start_smoke_run(
+            tmp_path,
+            sample_path,
+            stderr,
+            'evaluation.methods=["none","random_under"]',
+            "detector.n_estimators=100",
+            command=fraudaug_held_at(PHASES[phase], held),
+        )
+        deadline = time.monotonic() + 300
+        while not held.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.2)
+        started = process_tree(proc.pid)  # its temporary server among them
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 143, err.read_text()[-4000:]
+    text = err.read_text()
+    assert "Traceback" not in text, text[-4000:]
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("fraudaug: terminated; the run stopped"), last
+    if phase == "ingest":  # the command reads its input before Prefect starts
+        assert started == [] and "Flow run" not in text
+    else:
+        assert started and still_running(started) == []
+        (cancelled,) = [x for x in text.splitlines() if "Cancelled('stopped by" in x]
+        during = re.search(r"by SIGTERM during ([^')]+)", cancelled)[1]
+        assert phase in during.split(", ")
+    from pipeline.registry.tracking import mlflow_client
+
+    client = mlflow_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("fraud-augmentation")
+    tracked = client.search_runs([experiment.experiment_id]) if experiment else []
+    assert [r.info.status for r in tracked] == ([] if phase == "ingest" else ["KILLED"])
+    # The registry's decision is the last before the report: stopped while the
+    # report is written, the version it registered stays (the docs say so).
+    versions = client.search_model_versions()
+    assert [v.run_id for v in versions] == (
+        [tracked[0].info.run_id] if phase == "report" else []
+    )
 
 
 def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
@@ -288,3 +356,62 @@ def test_a_method_that_fails_through_the_real_command_exits_3(tmp_path, sample_p
     assert metrics["status"] == "completed_with_failures"
     assert {f["method"] for f in metrics["failures"]} == {"smote"}
     assert tree and still_running(tree) == []
+
+
+def test_killed_during_gan_training_the_same_command_resumes_with_the_same_figures(
+    tmp_path, sample_path, finished_run
+):
+    """SIGKILL (nothing runs: no handler, no cleanup) once the GAN has written its
+    first checkpoint, then the same command again: it resumes the same run
+    folder and the GAN from its checkpoint, marks the stale MLflow run KILLED,
+    and every figure equals those of an uninterrupted run of the same settings
+    (``finished_run``, the same data, profile, seed and settings)."""
+    settings = ("gan.steps=60", "detector.n_estimators=100")
+    held, err = tmp_path / "held", tmp_path / "err.log"
+    with open(err, "w") as stderr:
+        proc = _start_smoke_run(
+            tmp_path,
+            sample_path,
+            stderr,
+            *settings,
+            command=fraudaug_held_at("gan.trainer.write_checkpoint", held, after=True),
+        )
+        deadline = time.monotonic() + 300
+        while not held.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+            time.sleep(0.2)
+        started = process_tree(proc.pid)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(60) == -signal.SIGKILL
+    assert started and still_running(started) == []
+    (killed_dir,) = (tmp_path / "reports").glob("2*")
+    with open(err, "w") as stderr:
+        rerun = _start_smoke_run(
+            tmp_path, sample_path, stderr, *settings, stdout=subprocess.PIPE
+        )
+        out, _ = rerun.communicate(timeout=600)
+    text = err.read_text()
+    assert rerun.returncode == 0, text[-3000:]
+    assert f"resuming interrupted run {killed_dir.name}" in text
+    assert "resuming GAN training from the checkpoint at step" in text
+    report = tmp_path / out.strip().splitlines()[-1]
+    assert report.parent == killed_dir
+    from pipeline.registry.tracking import mlflow_client
+
+    client = mlflow_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("fraud-augmentation")
+    tracked = client.search_runs([experiment.experiment_id])
+    assert sorted(r.info.status for r in tracked) == ["FINISHED", "KILLED"]
+    assert {r.data.tags["fraudaug.run_id"] for r in tracked} == {killed_dir.name}
+
+    def figures(metrics: dict) -> dict:
+        return {
+            (r["method"], r["split"]): (r["auprc"], r.get("n_added"))
+            for r in metrics["results"]
+        }
+
+    result, _ = finished_run
+    reference = json.loads((Path(result["run_dir"]) / "metrics.json").read_text())
+    resumed = json.loads((killed_dir / "metrics.json").read_text())
+    assert figures(resumed) == figures(reference) != {}
+    assert resumed["fidelity"] == reference["fidelity"]

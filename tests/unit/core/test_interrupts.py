@@ -64,3 +64,27 @@ def test_an_error_without_a_request_is_a_failure(monkeypatch):
         cli.main(["generate", "--run", "r", "-n", "1", "--out", "o.csv"])
     assert interrupts.stopped_by(KeyboardInterrupt())
     assert not interrupts.stopped_by(ValueError())
+
+
+def test_a_flow_run_by_the_command_unwinds_through_its_handler(harness):
+    """A Prefect flow run puts its own SIGTERM handler in place, which records
+    nothing (a SIGTERM that TensorFlow then turned into a TypeError was exit 1
+    and a traceback). Under the command's handlers the flow's body runs with
+    the command's handler again, and the flow run's one afterwards; without
+    them (a deployment's run) the body keeps Prefect's."""
+    from prefect import flow
+
+    @flow
+    def body_handler() -> tuple[bool, bool]:
+        with interrupts.handled_here() as handled:
+            return handled, signal.getsignal(signal.SIGTERM) is interrupts.on_sigterm
+
+    assert body_handler() == (False, False)
+    previous = interrupts.install()
+    try:
+        assert body_handler() == (True, True)
+        assert signal.getsignal(signal.SIGTERM) is interrupts.on_sigterm
+    finally:
+        interrupts.restore(previous)
+    assert not interrupts.handling()
+    assert signal.getsignal(signal.SIGTERM) is previous[0]

@@ -47,6 +47,37 @@ def test_each_stage_gets_its_calls_seconds_and_peak_memory():
     assert summary["peak_rss_mb"] == stages["big"]["peak_rss_mb"]
 
 
+def test_a_stopped_run_knows_the_stages_it_was_in():
+    """What a stopped run's message names: the stage it unwound (ended by the
+    stop) and the one still running in another thread, in the order they
+    started; a stage that ended normally is not among them."""
+    started, release = threading.Event(), threading.Event()
+
+    @metered("done")
+    def done():
+        pass
+
+    @metered("fit")
+    def fit():
+        started.set()
+        release.wait(10)
+
+    @metered("train")
+    def train():
+        raise KeyboardInterrupt
+
+    with metering(ResourceMeter()) as meter, ThreadPoolExecutor(1) as pool:
+        done()
+        future = pool.submit(fit)
+        started.wait(10)
+        with pytest.raises(KeyboardInterrupt):
+            train()
+        assert meter.running() == ["fit", "train"]
+        release.set()
+        future.result()
+        assert meter.running() == ["train"]
+
+
 def test_without_a_meter_a_metered_stage_just_runs():
     assert metered("x")(lambda a, b=1: a + b)(1, b=2) == 3
 

@@ -12,13 +12,16 @@ from pipeline.report.alerts import (
     CHAMPION_PROMOTED,
     DRIFT_DETECTED,
     EVENTS,
+    METHODS_FAILED,
     NO_NEW_DATA,
     NOTIFIABLE,
     RUN_COMPLETED,
     RUN_REFUSED,
+    RUN_TERMINATED,
     UNSEEN_CATEGORIES,
     refused_event,
     run_events,
+    terminated_event,
 )
 
 HEALTHY = {
@@ -119,10 +122,16 @@ def test_each_finding_emits_its_event_with_the_figures():
         "removed": [],
         "line": "30 partition(s); since run 20261204T030000Z-aaaaaa: nothing new",
     }
-    m["failures"] = [{"method": "adasyn", "reason": "x"}]
+    m["failures"] = [
+        {"method": "adasyn", "split": 1, "n_minority": 900, "reason": "x",
+         "left_out": True},
+    ]  # fmt: skip
     events = {e.name: e for e in run_events(m)}
     assert list(events) == [k.name for k in EVENTS]  # every kind, in order
     assert events[RUN_COMPLETED.name].payload["failed_methods"] == ["adasyn"]
+    failed = events[METHODS_FAILED.name].payload
+    assert failed["methods"] == {"adasyn": "split 1: x"}
+    assert failed["line"] == "adasyn left out (split 1: x)"
     degraded = events[CHAMPION_DEGRADED.name].payload
     assert (degraded["drop"], degraded["alert_drop"], degraded["version"]) == (
         0.0812,
@@ -243,3 +252,39 @@ def test_a_refused_run_names_the_file_the_line_and_the_reason():
     assert body.startswith(reason)
     bare = refused_event("nothing to read", data="x.csv", at="20261205T030000Z")
     assert (bare.payload["file"], bare.payload["line"]) == ("x.csv", None)
+
+
+@pytest.mark.parametrize(
+    "run_id, resume",
+    [
+        ("20261205T030000Z-ab12cd", "its MLflow run is KILLED; the same command"),
+        (None, "no run folder had been made"),
+    ],
+)
+def test_a_terminated_run_says_how_where_and_what_the_next_night_does(run_id, resume):
+    event = terminated_event(
+        signal="SIGTERM",
+        stages=["train-gan", "fit-detector"],
+        run_id=run_id,
+        data="landing/",
+        at="20261205T031500Z",
+    )
+    assert event.kind is RUN_TERMINATED and RUN_TERMINATED.alert
+    assert event.payload["run_id"] == (run_id or "terminated-20261205T031500Z")
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    context = {"event": {"payload": event.payload}}
+    subject = env.from_string(RUN_TERMINATED.subject).render(context)
+    body = env.from_string(RUN_TERMINATED.body).render(context)
+    assert subject == f"fraudaug: run {event.payload['run_id']} terminated (SIGTERM)"
+    first, second = body.split("\n")
+    assert first.startswith("stopped during train-gan, fit-detector; " + resume)
+    assert second == "data: landing/"
+    early = terminated_event(
+        signal="Ctrl-C", stages=[], run_id=None, data="x.csv", at="20261205T031500Z"
+    )
+    context = {"event": {"payload": early.payload}}
+    assert (
+        env.from_string(RUN_TERMINATED.body)
+        .render(context)
+        .startswith("stopped during its start; ")
+    )

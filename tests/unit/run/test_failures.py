@@ -8,7 +8,11 @@ import pytest
 import flows.fraud_flow
 from pipeline.core.artifacts import load_json
 from pipeline.core.errors import one_line
-from pipeline.evaluation.amounts import failed_methods, separate_failures
+from pipeline.evaluation.amounts import (
+    failed_methods,
+    failures_line,
+    separate_failures,
+)
 from pipeline.resampling.methods import TolerantADASYN
 
 
@@ -80,6 +84,10 @@ def test_a_method_that_failed_on_a_split_is_left_out_whole():
         },
     ]
     assert failed_methods(failures) == {"adasyn": "split 1: MemoryError"}
+    assert failures_line(failures) == "adasyn left out (split 1: MemoryError)"
+    assert failures_line(failures[1:]) == (
+        "1 fit(s) of smote failed at some amounts (compared at the others)"
+    )
 
 
 class _Exploding:
@@ -170,6 +178,7 @@ def test_the_command_exits_3_with_one_line_when_a_method_failed(
             "report": str(tmp_path / "r" / "report.html"),
             "status": "completed_with_failures",
             "failed_methods": {"smote": "split 0: RuntimeError: the sampler gave up"},
+            "failures": "smote left out (split 0: RuntimeError: the sampler gave up)",
         }
 
     monkeypatch.setattr(flows.fraud_flow, "with_task_runner", lambda *a: flow)
