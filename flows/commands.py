@@ -380,21 +380,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     os.environ.setdefault(OUTPUT_ROOT_ENV, str(Path.cwd()))
     from flows.deploy import serve_deployments
+    from flows.server import temporary_server
 
-    serve_deployments(
-        cron=args.cron,
-        timezone=args.timezone,
-        parameters={
-            "data_path": args.data,
-            "profile": args.profile,
-            "reports_dir": args.reports,
-            "schema_path": args.schema,
-            **({"overrides": overrides} if overrides else {}),
-            **({"retrain_unchanged": True} if args.retrain_unchanged else {}),
-        },
-        task_runner=args.task_runner,
-        dask_address=args.dask_address,
-    )
+    with temporary_server():  # without PREFECT_API_URL; ends with the command
+        serve_deployments(
+            cron=args.cron,
+            timezone=args.timezone,
+            parameters={
+                "data_path": args.data,
+                "profile": args.profile,
+                "reports_dir": args.reports,
+                "schema_path": args.schema,
+                **({"overrides": overrides} if overrides else {}),
+                **({"retrain_unchanged": True} if args.retrain_unchanged else {}),
+            },
+            task_runner=args.task_runner,
+            dask_address=args.dask_address,
+        )
     return 0
 
 

@@ -36,6 +36,7 @@ from tests.helpers import (  # noqa: E402
     session_leftovers,
     still_running,
     stop_group,
+    stop_processes,
     write_daily_partitions,
 )
 
@@ -275,6 +276,34 @@ def scored():
     scores = np.r_[rng.beta(5, 2, 60), rng.beta(1, 8, 3000)]
     amount = rng.lognormal(3, 1, len(y))
     return y, scores, amount
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report on the test (``item.outcome_<when>``)."""
+    report = yield
+    setattr(item, f"outcome_{report.when}", report)
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _what_a_test_starts_ends_with_it(request):
+    """Whatever a test started (a ``fraudaug`` command, a server, a trainer,
+    their children, orphans included: they carry :data:`SESSION_MARK`) is
+    stopped when the test ends, however it ends — SIGTERM, then SIGKILL, to
+    each process and its group. A test that passed yet left something running
+    fails (teardown error) and says what."""
+    session = os.environ[SESSION_MARK]
+    before = {p.pid for p in session_leftovers(session)}
+    yield
+    started = [p for p in session_leftovers(session) if p.pid not in before]
+    if not started:
+        return
+    left = still_running(started, grace=5)
+    stop_processes(started)
+    call = getattr(request.node, "outcome_call", None)
+    if left and call is not None and call.passed:
+        pytest.fail("left running by the test (now stopped): " + "; ".join(left))
 
 
 def pytest_sessionfinish(session, exitstatus):

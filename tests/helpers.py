@@ -252,6 +252,30 @@ def fraudaug_held_at(where: str, mark: Path, *, after: bool = False) -> list[str
     return [sys.executable, "-c", HELD, where, str(mark), when]
 
 
+def stop_processes(processes, timeout: float = 10) -> None:
+    """Stop ``processes`` (psutil) and their descendants, each one's process
+    group too where it leads one: SIGTERM, then SIGKILL to whatever is left
+    after ``timeout`` seconds."""
+    import signal
+
+    import psutil
+
+    every = list(processes)
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            every += process.children(recursive=True)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for process in every:
+            with contextlib.suppress(psutil.Error, OSError):
+                if os.getpgid(process.pid) == process.pid:
+                    os.killpg(process.pid, sig)
+                else:
+                    process.send_signal(sig)
+        _, every = psutil.wait_procs(every, timeout=timeout)
+        if not every:
+            return
+
+
 def process_tree(pid: int) -> list:
     """``pid``'s descendants now (psutil processes)."""
     import psutil

@@ -119,6 +119,7 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
             env=env,
             capture_output=True,
             text=True,
+            timeout=300,
         )
         assert emitted.returncode == 0, emitted.stderr
         (message,) = receiver.wait_for(1)
@@ -137,7 +138,7 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
                 "tracking_uri='sqlite:///' + sys.argv[3])",
                 str(bad), str(tmp_path / "reports"), str(tmp_path / "mlflow.db"),
             ],
-            env=env, capture_output=True, text=True, cwd=tmp_path,
+            env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300,
         )  # fmt: skip
         assert failed.returncode != 0
         messages = receiver.wait_for(2)
@@ -167,7 +168,8 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
             assert subject == f"fraudaug: a run refused its input: {source}"
             assert reason in body and f"data: {source}" in body
 
-        # A night whose method fails, through the real command: exit 3 and one
+        # A night whose method fails (SMOTE asked for more neighbours than the
+        # training frauds have), through the real command: exit 3 and one
         # message saying which method and why, with what else the run found.
         common = [
             "run", "--data", str(sample_path), "--profile", "smoke",
@@ -179,11 +181,19 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
         failing = fraudaug(
             env, *common, "--set", "evaluation.smote_k_neighbors=1000", cwd=tmp_path
         )
+        # (fraudaug run's exit 3, through the real command: the report's path,
+        # then which method was left out and why as its last line.)
         assert failing.returncode == 3, failing.stderr[-3000:]
-        report = tmp_path / failing.stdout.strip().splitlines()[-1]
+        report = tmp_path / failing.stdout.strip()
+        assert report.name == "report.html" and report.is_file()
+        last = failing.stderr.strip().splitlines()[-1]
+        assert last.startswith("fraudaug: completed with failures: smote left out (")
+        assert "n_neighbors" in last and last.endswith("(see the report)")
         from pipeline.report.alerts import METHODS_FAILED
 
         night = json.loads((report.parent / "metrics.json").read_text())
+        assert night["status"] == "completed_with_failures"
+        assert {f["method"] for f in night["failures"]} == {"smote"}
         found = [e for e in run_events(night) if e.kind.alert]
         assert METHODS_FAILED in [e.kind for e in found]
         messages = receiver.wait_for(4 + len(found))

@@ -132,3 +132,31 @@ def test_bad_parameter_and_unknown_deployment_fail_clearly(served):
     missing = _run(env, "deployment", "run", "fraud-augmentation/nope")
     assert missing.returncode != 0
     assert "not found" in (missing.stdout + missing.stderr).lower()
+
+
+def test_serve_without_a_server_leaves_nothing_when_killed(tmp_path, sample_path):
+    """``fraudaug serve`` with no ``PREFECT_API_URL`` serves on a temporary server
+    of its own; killed with SIGKILL (no handler runs), that server ends with it
+    (the parent-death signal, :mod:`flows.server`) instead of running on."""
+    import os
+    import signal
+    import time
+
+    from tests.helpers import process_tree, still_running
+
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    out = tmp_path / "out.log"
+    with open(out, "w") as stdout:
+        serve = subprocess.Popen(
+            [FRAUDAUG, "serve", "--data", str(sample_path), "--profile", "smoke"],
+            env={**env, "PREFECT_HOME": str(tmp_path / "prefect-home")},
+            cwd=tmp_path, stdout=stdout, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 180
+        while "trigger your deployments via the Prefect UI" not in out.read_text():
+            assert serve.poll() is None and time.monotonic() < deadline
+            time.sleep(0.5)
+        started = process_tree(serve.pid)
+        serve.send_signal(signal.SIGKILL)
+        serve.wait(30)
+    assert started and still_running(started) == []

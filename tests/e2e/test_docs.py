@@ -23,6 +23,7 @@ def _build(docs: Path, site: Path) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
+        timeout=600,
     )  # fmt: skip
 
 

@@ -20,7 +20,12 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
     )
     env = {**os.environ, "PYTHONPATH": str(root)}
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -101,7 +106,11 @@ def test_pipeline_never_imports_prefect():
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'prefect'))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     assert out.stdout.strip() == "[]"
 
@@ -113,7 +122,11 @@ def test_validate_does_not_import_tensorflow():
         "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     assert out.stdout.strip() == "False False"
 

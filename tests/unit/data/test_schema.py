@@ -186,13 +186,13 @@ def test_schema_command_writes_the_file_and_refuses_to_overwrite(tmp_path, mixed
         "--label", "is_fraud", "--time", "tx_datetime", "--amount", "amount",
         "--out", str(out),
     ]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "channel" in proc.stdout and "categorical" in proc.stdout
     assert f"fraudaug validate {mixed_csv} --schema {out}" in proc.stdout
     schema = load_schema(out)
     assert schema.label.column == "is_fraud" and schema.time == "tx_datetime"
-    again = subprocess.run(command, capture_output=True, text=True)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "--force" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
 
