@@ -252,6 +252,19 @@ def fraudaug_held_at(where: str, mark: Path, *, after: bool = False) -> list[str
     return [sys.executable, "-c", HELD, where, str(mark), when]
 
 
+def wait_until_held(proc, mark: Path, log: Path | None = None, timeout=300) -> None:
+    """Until the command ``proc``, started as :func:`fraudaug_held_at`, is held
+    (``mark`` written); fails, with the end of ``log``, if it ends first or
+    takes longer than ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not mark.exists():
+        alive = proc.poll() is None and time.monotonic() < deadline
+        assert alive, log.read_text()[-3000:] if log else proc.returncode
+        time.sleep(0.2)
+
+
 def stop_processes(processes, timeout: float = 10) -> None:
     """Stop ``processes`` (psutil) and their descendants, each one's process
     group too where it leads one: SIGTERM, then SIGKILL to whatever is left

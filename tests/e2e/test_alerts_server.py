@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import fraudaug_held_at, prefect_server
+from tests.helpers import fraudaug_held_at, prefect_server, wait_until_held
 
 pytestmark = pytest.mark.slow
 
@@ -212,10 +212,7 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
             env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 300
-        while not held.exists() and stopped.poll() is None:
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_until_held(stopped, held)
         stopped.send_signal(signal.SIGTERM)
         assert stopped.wait(120) == 143, stopped.stderr.read()[-3000:]
         messages = receiver.wait_for(5 + len(found))

@@ -31,14 +31,14 @@ def test_uses_a_session_fixture_that_is_never_stopped(leaky):
 """
 
 
-def test_a_leaked_process_is_stopped_and_failed_per_test_and_per_session(tmp_path):
-    (tmp_path / "test_leak.py").write_text(LEAKS)
+def _pytest(test_file):
+    """A pytest session of its own, with the suite's conftest, on ``test_file``."""
     env = {k: v for k, v in os.environ.items() if k != "FRAUDAUG_TEST_SESSION"}
-    out = subprocess.run(
+    return subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-p", "tests.conftest", "-q"),
-            *("-p", "no:cacheprovider", "--rootdir", str(tmp_path)),
-            str(tmp_path / "test_leak.py"),
+            *("-p", "no:cacheprovider", "--rootdir", str(test_file.parent)),
+            str(test_file),
         ],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
@@ -46,6 +46,11 @@ def test_a_leaked_process_is_stopped_and_failed_per_test_and_per_session(tmp_pat
         text=True,
         timeout=300,
     )
+
+
+def test_a_leaked_process_is_stopped_and_failed_per_test_and_per_session(tmp_path):
+    (tmp_path / "test_leak.py").write_text(LEAKS)
+    out = _pytest(tmp_path / "test_leak.py")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "2 passed, 1 error" in out.stdout, out.stdout
     assert "left running by the test (now stopped): " in out.stdout
@@ -72,19 +77,7 @@ def test_a_test_that_fails_still_has_what_it_started_stopped(tmp_path):
         "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(303)'])\n"
         "    assert False\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "FRAUDAUG_TEST_SESSION"}
-    out = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-p", "tests.conftest", "-q"),
-            *("-p", "no:cacheprovider", "--rootdir", str(tmp_path)),
-            str(tmp_path / "test_one.py"),
-        ],
-        cwd=ROOT,
-        env={**env, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = _pytest(tmp_path / "test_one.py")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 failed" in out.stdout and " error" not in out.stdout, out.stdout
     assert "processes left running by the tests" not in out.stdout
