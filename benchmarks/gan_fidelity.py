@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     from pipeline.core.config import GANConfig, load_config, parse_overrides, run_seeds
-    from pipeline.run.cache import code_version
+    from pipeline.run.cache import FEATURES_CODE, code_version
 
     base = load_config("default", overrides=parse_overrides(args.set))
     candidates = {"default": base.gan}
@@ -330,11 +330,7 @@ def main(argv: list[str] | None = None) -> dict:
         candidates[name] = load_config("default", overrides=overrides).gan
     paths = _prepare(args.data, Path(args.cache_dir), args.splits)
     code = code_version(
-        "pipeline.gan",
-        "pipeline.evaluation.fidelity",
-        "pipeline.features.splits",
-        "pipeline.features.transformer",
-        "benchmarks",
+        "pipeline.gan", "pipeline.evaluation.fidelity", *FEATURES_CODE, "benchmarks"
     )
     cache = Path(args.cache_dir) / "bench" / "gan_fidelity"
     cache.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,8 @@ from pipeline.features.splits import (
 )
 from pipeline.features.transformer import TabularTransformer
 from pipeline.run.cache import (
+    FEATURES_CODE,
+    INGEST_CODE,
     cache_filling,
     cache_get,
     cache_key,
@@ -49,10 +51,6 @@ from pipeline.run.cache import (
 logger = logging.getLogger(__name__)
 
 
-FEATURES_CODE = ("pipeline.features.splits", "pipeline.features.transformer")
-"""The code whose change makes cached splits, transformers and GANs stale."""
-
-
 # --------------------------------------------------------------------------- ingest
 def _ingest_entry(cache_dir: Path, sha256: str, schema: TableSchema) -> Path:
     """The cache entry of an input: its bytes, the schema that read them and the
@@ -60,7 +58,7 @@ def _ingest_entry(cache_dir: Path, sha256: str, schema: TableSchema) -> Path:
     key = cache_key(
         data=sha256,
         schema=schema.fingerprint(),
-        code=code_version("pipeline.data.ingest", "pipeline.data.partitions"),
+        code=code_version(*INGEST_CODE),
     )
     return stage_entry(cache_dir, "ingest", key)
 
@@ -260,9 +258,7 @@ def stage_preprocess(
             split=config.split.model_dump(mode="json"),
             seeds=list(split_seeds),
             schema=schema.fingerprint(),
-            code=code_version(
-                "pipeline.features.splits", "pipeline.features.transformer"
-            ),
+            code=code_version(*FEATURES_CODE),
         )
         entry = stage_entry(cache_dir, "preprocess", key)
         if cache_get(entry, run_dir):

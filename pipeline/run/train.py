@@ -23,6 +23,7 @@ from pipeline.features.rows import (
     features_but_raw_time,
 )
 from pipeline.run.cache import (
+    FEATURES_CODE,
     cache_get,
     cache_key,
     cache_put,
@@ -116,11 +117,7 @@ def stage_train_gan(
             gan=config.gan.model_dump(mode="json", exclude={"timeout_seconds"}),
             columns=dataclasses.asdict(columns),
             seed=seed,
-            code=code_version(
-                "pipeline.gan",
-                "pipeline.features.splits",
-                "pipeline.features.transformer",
-            ),
+            code=code_version("pipeline.gan", *FEATURES_CODE),
         )
         entry = stage_entry(cache_dir, "gan", key)
         if cache_get(entry, out_dir):

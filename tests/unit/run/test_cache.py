@@ -71,3 +71,54 @@ def test_stage_cache_reuses_and_recomputes_deleted_files(tmp_path, sample_path):
     parquet = Path(first["frame_path"])
     parquet.write_bytes(parquet.read_bytes()[:-10])
     assert stage_ingest(sample_path, cache)["cached"] is False
+
+
+KEYS = """
+import json
+from pipeline.data.schema import KAGGLE
+from pipeline.run.cache import FEATURES_CODE, INGEST_CODE, _sources, code_version
+from pipeline.run.prepare import _ingest_entry
+print(json.dumps({
+    "ingest": _ingest_entry("cache", "0" * 64, KAGGLE).name,
+    "features": code_version(*FEATURES_CODE),
+    "read": sorted(_sources(INGEST_CODE)),
+}))
+"""
+
+
+def test_a_change_in_any_module_the_code_imports_makes_its_cache_stale(tmp_path):
+    """The ingest entry's key covers the modules ``data.ingest`` imports, however
+    deep (it once hashed ``data.ingest`` and ``data.partitions`` only, and a fix
+    in ``data/validation.py`` reused tables the old code had cached); a change
+    elsewhere leaves it."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    shutil.copytree(ROOT / "pipeline", tmp_path / "pipeline")
+
+    def keys() -> dict:
+        out = subprocess.run(
+            [sys.executable, "-c", KEYS],
+            cwd=tmp_path,
+            env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    before = keys()
+    assert {"pipeline.data.validation", "pipeline.data.reading"} <= set(before["read"])
+    with open(tmp_path / "pipeline" / "data" / "validation.py", "a") as f:
+        f.write("\n# a fix in how a cell is checked\n")
+    after = keys()
+    assert after["ingest"] != before["ingest"]
+    assert after["features"] == before["features"]  # it does not import validation
+    with open(tmp_path / "pipeline" / "gan" / "trainer.py", "a") as f:
+        f.write("\n# a change the ingest does not import\n")
+    assert keys()["ingest"] == after["ingest"]
