@@ -452,7 +452,7 @@ def cmd_retention(args: argparse.Namespace) -> int:
     if not Path(args.reports).is_dir():
         raise ConfigError(f"{args.reports}: no such reports folder")
     from pipeline.registry.tracking import check_tracking_uri, resolve_tracking_uri
-    from pipeline.run.retention import apply_retention
+    from pipeline.run.retention import apply_retention, describe
 
     tracking_uri = resolve_tracking_uri(args.tracking_uri)
     check_tracking_uri(tracking_uri)
@@ -464,14 +464,7 @@ def cmd_retention(args: argparse.Namespace) -> int:
         tracking_uri=tracking_uri,
         dry_run=args.dry_run,
     )
-    verb = "would remove" if args.dry_run else "removed"
-    print(
-        f"{verb} {len(result['runs'])} run(s) ({', '.join(result['runs']) or '-'}), "
-        f"{len(result['mlflow_runs'])} MLflow run(s), "
-        f"{len(result['cache_entries'])} cache entr"
-        f"{'y' if len(result['cache_entries']) == 1 else 'ies'}: "
-        f"{result['bytes'] / 2**20:.1f} MB; kept {len(result['kept_runs'])} run(s)"
-    )
+    print(describe(result))
     return 0
 
 

@@ -13,7 +13,8 @@ The rule (:class:`pipeline.core.config.RetentionConfig`):
   The entries a kept run used were stamped when it ran.
 
 :func:`apply_retention` runs at the end of every run and as ``fraudaug
-retention``; it logs every removal and returns what it removed.
+retention``; it returns what it removed (or, in a dry run, what it would remove:
+the same), :func:`describe` says it in one line.
 """
 
 from __future__ import annotations
@@ -81,42 +82,49 @@ def aliased_runs(tracking_uri: str | None) -> set[str]:
     return runs
 
 
-def _forget_mlflow_runs(tracking_uri: str, run_ids: set[str]) -> list[str]:
-    """Delete the MLflow runs of pipeline runs ``run_ids``, their local artifacts,
-    and the model versions registered from them; returns the MLflow run ids."""
-    from mlflow.exceptions import MlflowException
-
-    from pipeline.registry.store import MODEL_NAME
+def _mlflow_runs(tracking_uri: str, run_ids: set[str]) -> list[Any]:
+    """The MLflow runs of pipeline runs ``run_ids`` (a monitor night's too)."""
     from pipeline.registry.tracking import EXPERIMENT, mlflow_client
 
     client = mlflow_client(tracking_uri)
     experiment = client.get_experiment_by_name(EXPERIMENT)
     if experiment is None or not run_ids:
         return []
-    removed = []
-    for run_id in sorted(run_ids):
-        found = client.search_runs(
+    return [
+        run
+        for run_id in sorted(run_ids)
+        for run in client.search_runs(
             [experiment.experiment_id],
             filter_string=f"tags.`fraudaug.run_id` = '{run_id}'",
         )
-        for run in found:
-            try:
-                versions = client.search_model_versions(
-                    f"name = '{MODEL_NAME}' and run_id = '{run.info.run_id}'"
-                )
-            except MlflowException:
-                versions = []
-            for version in versions:
-                if not version.aliases:
-                    client.delete_model_version(MODEL_NAME, version.version)
-            artifacts = urlparse(run.info.artifact_uri or "")
-            if artifacts.scheme in ("", "file"):
-                folder = Path(unquote(artifacts.path)).parent  # .../<run_id>/artifacts
-                if folder.name == run.info.run_id and folder.is_dir():
-                    shutil.rmtree(folder, ignore_errors=True)
-            client.delete_run(run.info.run_id)
-            removed.append(run.info.run_id)
-    return removed
+    ]
+
+
+def _forget_mlflow_runs(tracking_uri: str, runs: list[Any]) -> None:
+    """Delete MLflow ``runs``, their local artifacts, and the model versions
+    registered from them that hold no alias."""
+    from mlflow.exceptions import MlflowException
+
+    from pipeline.registry.store import MODEL_NAME
+    from pipeline.registry.tracking import mlflow_client
+
+    client = mlflow_client(tracking_uri)
+    for run in runs:
+        try:
+            versions = client.search_model_versions(
+                f"name = '{MODEL_NAME}' and run_id = '{run.info.run_id}'"
+            )
+        except MlflowException:
+            versions = []
+        for version in versions:
+            if not version.aliases:
+                client.delete_model_version(MODEL_NAME, version.version)
+        artifacts = urlparse(run.info.artifact_uri or "")
+        if artifacts.scheme in ("", "file"):
+            folder = Path(unquote(artifacts.path)).parent  # .../<run_id>/artifacts
+            if folder.name == run.info.run_id and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+        client.delete_run(run.info.run_id)
 
 
 def stale_cache_entries(
@@ -175,10 +183,15 @@ def apply_retention(
         else []
     )
     freed = sum(_size(p) for p in removed_runs + stale)
+    tracked = (
+        _mlflow_runs(tracking_uri, {p.name for p in removed_runs})
+        if removed_runs and tracking_uri is not None
+        else []
+    )
     result: dict[str, Any] = {
         "runs": [p.name for p in removed_runs],
         "kept_runs": [p.name for p in folders if p not in removed_runs],
-        "mlflow_runs": [],
+        "mlflow_runs": [run.info.run_id for run in tracked],
         "cache_entries": [p.relative_to(Path(cache_dir)).as_posix() for p in stale]
         if stale
         else [],
@@ -189,26 +202,27 @@ def apply_retention(
         return result
     for folder in removed_runs:
         _remove(folder)
-        logger.info("retention: removed run %s", folder.name)
-    if removed_runs and tracking_uri is not None:
-        result["mlflow_runs"] = _forget_mlflow_runs(
-            tracking_uri, {p.name for p in removed_runs}
-        )
+        logger.debug("retention: removed run %s", folder.name)
+    if tracked:
+        _forget_mlflow_runs(tracking_uri, tracked)
     for entry in stale:
         _remove(entry)
-        logger.info("retention: removed cache entry %s", entry.name)
+        logger.debug("retention: removed cache entry %s", entry.name)
     if removed_runs:
         from pipeline.run.folders import write_index
 
         write_index(reports_dir)
-    if removed_runs or stale:
-        logger.info(
-            "retention: removed %d run(s), %d MLflow run(s), %d cache entr%s; "
-            "%.1f MB freed",
-            len(removed_runs),
-            len(result["mlflow_runs"]),
-            len(stale),
-            "y" if len(stale) == 1 else "ies",
-            freed / 2**20,
-        )
     return result
+
+
+def describe(result: dict[str, Any]) -> str:
+    """What :func:`apply_retention` removed (or, in a dry run, would remove), in
+    one line."""
+    entries = len(result["cache_entries"])
+    return (
+        f"{'would remove' if result['dry_run'] else 'removed'} "
+        f"{len(result['runs'])} run(s) ({', '.join(result['runs']) or '-'}), "
+        f"{len(result['mlflow_runs'])} MLflow run(s), "
+        f"{entries} cache entr{'y' if entries == 1 else 'ies'}: "
+        f"{result['bytes'] / 2**20:.1f} MB; kept {len(result['kept_runs'])} run(s)"
+    )

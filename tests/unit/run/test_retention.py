@@ -93,23 +93,41 @@ def test_thirty_nights_keep_disk_bounded_and_the_champions_run(tmp_path):
     assert entries == sorted(f"key-{i}" for i in range(25, 30))
 
 
-def test_a_dry_run_removes_nothing_and_a_missing_folder_is_one_line(tmp_path, capsys):
+def test_a_dry_run_says_what_the_run_does_and_a_missing_folder_is_one_line(
+    tmp_path, capsys
+):
+    """The dry run names the same runs, MLflow runs (a monitor night's among
+    them) and entries as the real one, removes nothing, and both say it in
+    their one line, with nothing on stderr."""
     from flows.cli import main
+    from pipeline.registry.tracking import EXPERIMENT, mlflow_client
 
     reports = tmp_path / "reports"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow_client(uri)
+    experiment_id = client.create_experiment(EXPERIMENT)
     for i in range(3):
-        folder = reports / f"2026010{i + 1}T030000Z-00000{i}"
+        run_id = f"2026010{i + 1}T030000Z-00000{i}"
+        folder = reports / run_id
         folder.mkdir(parents=True)
         (folder / "run.json").write_text("{}")
+        kind = {"fraudaug.kind": "monitor"} if i == 1 else {}
+        run = client.create_run(experiment_id, tags={"fraudaug.run_id": run_id, **kind})
+        client.set_terminated(run.info.run_id)
     args = ["retention", "--reports", str(reports), "--keep-runs", "1",
-            "--cache-dir", str(tmp_path / "cache"),
-            "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]  # fmt: skip
+            "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", uri]  # fmt: skip
     assert main([*args, "--dry-run"]) == 0
-    assert "would remove 2 run(s)" in capsys.readouterr().out
+    dry = capsys.readouterr()
+    assert dry.out.startswith("would remove 2 run(s) (") and dry.err == ""
+    assert ", 2 MLflow run(s), 0 cache entries" in dry.out
     assert len(run_folders(reports)) == 3
+    assert len(client.search_runs([experiment_id])) == 3
     assert main(args) == 0
-    assert "removed 2 run(s)" in capsys.readouterr().out
+    real = capsys.readouterr()
+    assert real.out == dry.out.replace("would remove", "removed", 1)
+    assert real.err == ""
     assert [p.name for p in run_folders(reports)] == ["20260103T030000Z-000002"]
+    assert len(client.search_runs([experiment_id])) == 1
     assert main(["retention", "--reports", str(tmp_path / "nope")]) == 2
     assert "no such reports folder" in capsys.readouterr().err
     assert main(["retention", "--reports", str(reports), "--keep-runs", "0"]) == 2
