@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.core.errors import ArtifactError
-from pipeline.core.layout import MANIFEST_FILE as MANIFEST
+from pipeline.core.layout import MANIFEST_FILE
 from pipeline.core.paths import check_output_table
 
 _PACKAGES = (
@@ -229,7 +229,7 @@ def hash_artifacts(run_dir: str | Path) -> dict[str, str]:
     return {
         p.relative_to(run_dir).as_posix(): file_sha256(p)
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")
+        if p.is_file() and p.name != MANIFEST_FILE and not p.name.startswith(".")
     }
 
 
@@ -242,7 +242,7 @@ def write_manifest(run_dir: str | Path, **fields: Any) -> Path:
         "git_commit": git_commit(),
         "artifacts": hash_artifacts(run_dir),
     }
-    return save_json(run_dir / MANIFEST, manifest)
+    return save_json(run_dir / MANIFEST_FILE, manifest)
 
 
 def verify_artifact(run_dir: str | Path, relative: str) -> Path:
@@ -254,11 +254,11 @@ def verify_artifact(run_dir: str | Path, relative: str) -> Path:
         The manifest or the file is missing, or the file's sha256 differs.
     """
     run_dir = Path(run_dir)
-    manifest = load_json(run_dir / MANIFEST)
+    manifest = load_json(run_dir / MANIFEST_FILE)
     expected = manifest.get("artifacts", {}).get(relative)
     path = run_dir / relative
     if expected is None:
-        raise ArtifactError(f"{path}: not listed in {run_dir / MANIFEST}")
+        raise ArtifactError(f"{path}: not listed in {run_dir / MANIFEST_FILE}")
     if not path.is_file():
         raise ArtifactError(f"{path}: missing")
     actual = file_sha256(path)

@@ -52,7 +52,8 @@ class _Section(BaseModel):
 class DataConfig(_Section):
     cache_dir: str = Field(
         "data/interim",
-        description="Where the validated Parquet copy of the input is cached.",
+        description="The stage cache: the validated Parquet copy of the input, "
+        "the splits and transformers, the GANs.",
     )
 
 

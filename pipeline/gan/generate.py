@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 
 from pipeline.core import layout
-from pipeline.core.artifacts import MANIFEST, load_json, verify_artifact
+from pipeline.core.artifacts import load_json, verify_artifact
 from pipeline.core.errors import ConfigError
+from pipeline.core.layout import MANIFEST_FILE
 from pipeline.core.streaming import CHUNK_ROWS
 from pipeline.data.schema import TableSchema, parse_where
 from pipeline.features.transformer import TabularTransformer
@@ -29,7 +30,7 @@ def gan_dir_of_run(run_dir: str | Path, split: int = 0) -> Path:
     run_dir = Path(run_dir)
     gan_dir = layout.gan_dir(run_dir, split)
     inside = gan_dir.relative_to(run_dir).as_posix()
-    if (run_dir / MANIFEST).is_file():
+    if (run_dir / MANIFEST_FILE).is_file():
         verify_artifact(run_dir, f"{inside}/{META_FILE}")
         meta = load_json(gan_dir / META_FILE)
         for name in (*gan_files(meta), TRANSFORMER_FILE):

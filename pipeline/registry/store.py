@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 from pipeline.core.errors import ArtifactError, ConfigError, PipelineError
 from pipeline.core.layout import (
     DETECTOR_META_FILE,
+    EXTRA_DIR,
     FIT_ROWS_FILE,
     MODEL_FILE,
     SCHEMA_FILE,
     TRANSFORMER_FILE,
 )
-from pipeline.core.layout import EXTRA_DIR as EXTRA
 
 if TYPE_CHECKING:
     import numpy as np
@@ -207,7 +207,7 @@ def fetch_version(
             f"{label}: unexpected file(s) {', '.join(unexpected)} in {found.source}; "
             "refusing to load it"
         )
-    meta = load_json(local / EXTRA / DETECTOR_META_FILE)
+    meta = load_json(local / EXTRA_DIR / DETECTOR_META_FILE)
     return {
         **meta,
         "version": str(found.version),
@@ -225,7 +225,7 @@ def fitted_rows(champion: dict[str, Any], data_sha256: str) -> list[int] | None:
 
     if champion["data_sha256"] != data_sha256:
         return None
-    return load_json(Path(champion["path"]) / EXTRA / FIT_ROWS_FILE)["rows"]
+    return load_json(Path(champion["path"]) / EXTRA_DIR / FIT_ROWS_FILE)["rows"]
 
 
 def load_detector(path: str | Path):
@@ -246,9 +246,9 @@ def load_detector(path: str | Path):
 
     path = Path(path)
     transformer = TabularTransformer.from_dict(
-        load_json(path / EXTRA / TRANSFORMER_FILE)
+        load_json(path / EXTRA_DIR / TRANSFORMER_FILE)
     )
-    schema_path = path / EXTRA / SCHEMA_FILE
+    schema_path = path / EXTRA_DIR / SCHEMA_FILE
     if schema_path.is_file() and load_schema(schema_path) != transformer.schema:
         raise ArtifactError(
             f"{path}: schema.json and transformer.json describe different tables"

@@ -15,7 +15,6 @@ import numpy as np
 
 from pipeline.core import layout
 from pipeline.core.artifacts import (
-    MANIFEST,
     git_commit,
     load_json,
     load_parquet,
@@ -329,7 +328,12 @@ def stage_report(
     if mlflow_run is not None:
         from pipeline.registry.tracking import log_results
 
-        files = (layout.REPORT_FILE, layout.METRICS_FILE, MANIFEST, SCHEMA_FILE)
+        files = (
+            layout.REPORT_FILE,
+            layout.METRICS_FILE,
+            layout.MANIFEST_FILE,
+            SCHEMA_FILE,
+        )
         log_results(mlflow_run, metrics, histories, [run_dir / n for n in files])
     write_index(reports_dir)
     update_latest(reports_dir, run_id)

@@ -26,14 +26,13 @@ from typing import Any
 from pipeline.core.artifacts import file_lock, load_json, save_json, save_text
 from pipeline.core.config import PipelineConfig
 from pipeline.core.errors import ArtifactError, ConfigError
-from pipeline.core.layout import (  # noqa: F401 (split_dir: the run folder's parts)
+from pipeline.core.layout import (
     INDEX_FILE,
     INDEX_LOCK,
     LATEST_LINK,
     LOCK_FILE,
     METRICS_FILE,
     RUN_FILE,
-    split_dir,
 )
 
 logger = logging.getLogger(__name__)
@@ -45,12 +44,22 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
-def run_key(data_sha256: str, config: PipelineConfig, schema_sha256: str = "") -> str:
+RUN_KINDS = ("train", "monitor")
+"""What a run does: trains and compares (a night with new data), or only
+monitors the champion (a night with nothing new)."""
+
+
+def run_key(
+    data_sha256: str,
+    config: PipelineConfig,
+    schema_sha256: str = "",
+    kind: str = "train",
+) -> str:
     """Identifies "the same run": same input bytes read by the same schema, same
-    config (seed included)."""
-    text = f"{data_sha256}:{config.fingerprint()}"
-    if schema_sha256:
-        text += f":{schema_sha256}"
+    config (seed included), the same kind of run (:data:`RUN_KINDS`)."""
+    if kind not in RUN_KINDS:
+        raise ValueError(f"run kind {kind!r}: expected one of {RUN_KINDS}")
+    text = f"{data_sha256}:{config.fingerprint()}:{schema_sha256}:{kind}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -96,13 +105,14 @@ def start_run(
     data_sha256: str,
     config: PipelineConfig,
     schema_sha256: str = "",
+    kind: str = "train",
 ) -> dict[str, Any]:
-    """Open the run's folder: a new one, or the folder of an interrupted run with the
-    same data and config (no ``metrics.json``, no live lock), whose checkpoints
-    are then resumed."""
+    """Open the run's folder: a new one, or the folder of an interrupted run of the
+    same kind with the same data and config (no ``metrics.json``, no live lock),
+    whose checkpoints are then resumed."""
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
-    key = run_key(data_sha256, config, schema_sha256)
+    key = run_key(data_sha256, config, schema_sha256, kind)
     for candidate in sorted(reports_dir.iterdir(), reverse=True):
         if candidate.is_symlink() or not (candidate / RUN_FILE).is_file():
             continue

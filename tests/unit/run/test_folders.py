@@ -26,6 +26,8 @@ def test_an_interrupted_run_with_the_same_data_and_config_is_resumed(tmp_path):
     assert not start_run(tmp_path, "b" * 64, config)["resumed"]
     (tmp_path / first["run_id"] / LOCK_FILE).write_text("999999999")
     assert not start_run(tmp_path, "a" * 64, load_config("smoke", seed=1))["resumed"]
+    # A night that only monitors never resumes a training run's folder.
+    assert not start_run(tmp_path, "a" * 64, config, kind="monitor")["resumed"]
 
 
 def test_a_finished_or_running_run_is_never_reused(tmp_path):
