@@ -24,11 +24,17 @@ from flows.alerts import emit_run_events, tell_terminated
 from pipeline.core import interrupts, layout
 from pipeline.core.artifacts import git_commit
 from pipeline.core.config import PipelineConfig, Profile, load_config, run_seeds
-from pipeline.core.memory import ResourceMeter, limit_malloc_arenas, metered, metering
+from pipeline.core.memory import (
+    ResourceMeter,
+    forget_answers,
+    limit_malloc_arenas,
+    metered,
+    metering,
+)
 from pipeline.data import partitions
 from pipeline.data.schema import load_schema
 from pipeline.evaluation.amounts import failed_methods, failures_line
-from pipeline.features.rows import SplitInputs, forget_loaded
+from pipeline.features.rows import SplitInputs
 from pipeline.registry import tracking
 from pipeline.run import conclude, fit, folders, prepare, train
 
@@ -121,12 +127,16 @@ def apply_retention(reports_dir: str, **rule) -> dict | None:
     """The retention rule after the run (:mod:`pipeline.run.retention`); a failure
     here is a warning, never the run's failure."""
     from pipeline.run.retention import apply_retention as apply
+    from pipeline.run.retention import describe
 
     try:
-        return apply(reports_dir, **rule)
+        result = apply(reports_dir, **rule)
     except Exception as exc:  # the run itself is done
         get_run_logger().warning("retention: not applied: %s", exc)
         return None
+    if result["runs"] or result["cache_entries"]:
+        get_run_logger().info("retention: %s", describe(result))
+    return result
 
 
 @task(name="publish", cache_policy=NO_CACHE)
@@ -547,8 +557,9 @@ def _tracked_run(
     run: dict[str, Any], tracking_uri: str, config: PipelineConfig, tags: dict
 ) -> Iterator[Any]:
     """A run folder's MLflow run (``None`` without a store), ended FINISHED, or
-    KILLED when stopped (Ctrl-C, SIGTERM, a cancel), else FAILED. Either way the
-    splits' rows its tasks shared are forgotten and the folder's lock released:
+    KILLED when stopped (Ctrl-C, SIGTERM, a cancel), else FAILED. Either way
+    what its tasks shared in this process (the process's caches: splits' rows,
+    GANs, new rows, neighbours) is forgotten and the folder's lock released:
     the next run with the same data and config resumes a failed folder (and its
     GAN checkpoints)."""
     mlflow_run = None
@@ -566,7 +577,7 @@ def _tracked_run(
         status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
         raise
     finally:
-        forget_loaded()
+        forget_answers()  # the splits' rows, GANs, new rows, neighbours
         tracking.finish_tracking(mlflow_run, status)
         folders.release_lock(run["run_dir"])
 
@@ -640,9 +651,10 @@ def _nothing_new(
         "(retrain_unchanged retrains anyway)",
         data["changes"]["previous_run"],
     )
-    # Its own run key: a night that monitors never resumes a training run's folder.
-    key = table.fingerprint() + ":monitor"
-    run = start_run(reports_dir, data["sha256"], config, key)
+    # A night that monitors never resumes a training run's folder.
+    run = start_run(
+        reports_dir, data["sha256"], config, table.fingerprint(), kind="monitor"
+    )
     run_id, run_dir = run["run_id"], run["run_dir"]
     tags = {
         **_run_tags(run_id, run_dir, config, data, table),

@@ -226,7 +226,11 @@ def finished_run(harness, sample_path, tmp_path_factory, mlflow_server):
         overrides=overrides,
         tracking_uri=mlflow_server,
     )
-    return {**result, "tracking_uri": mlflow_server}, reports
+    from pipeline.core.memory import remembered
+
+    # What the process's caches still held once the run was over.
+    held = remembered()
+    return {**result, "tracking_uri": mlflow_server, "remembered": held}, reports
 
 
 @pytest.fixture(scope="module")

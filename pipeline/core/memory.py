@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, TypeVar
@@ -71,13 +72,23 @@ class LastAnswers:
     out once even when threads ask it at the same time: a split's rows, a GAN,
     SMOTE's new rows, a neighbour search. Asked again, an answer is given from
     memory (it is the caller's to keep it unchanged: read-only arrays or copies);
-    the oldest one asked goes when a new one comes beyond ``keep``."""
+    the oldest one asked goes when a new one comes beyond ``keep``.
+
+    Every instance is one of the process's caches: :func:`forget_answers`
+    empties them all (the end of every run does, so that a long-lived process —
+    ``fraudaug serve``, several runs in one interpreter — holds nothing of a
+    finished run), :func:`remembered` counts what they hold."""
 
     def __init__(self, keep: int):
         self.keep = keep
         self._answers: OrderedDict = OrderedDict()
         self._asking: dict = {}
         self._lock = threading.Lock()
+        _EVERY.add(self)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._answers)
 
     def answer(self, question: Hashable, work: Callable[[], Any]) -> Any:
         """The answer to ``question``: remembered, or ``work()`` remembered."""
@@ -117,6 +128,21 @@ class LastAnswers:
         with self._lock:
             self._answers.clear()
             self._asking.clear()
+
+
+_EVERY: weakref.WeakSet[LastAnswers] = weakref.WeakSet()
+"""The process's caches (:class:`LastAnswers`)."""
+
+
+def forget_answers() -> None:
+    """Empty every cache of this process (:class:`LastAnswers`)."""
+    for answers in list(_EVERY):
+        answers.forget()
+
+
+def remembered() -> int:
+    """How many answers the process's caches hold."""
+    return sum(len(answers) for answers in list(_EVERY))
 
 
 def rss_bytes() -> int | None:

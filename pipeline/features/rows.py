@@ -71,11 +71,6 @@ another's rows: it fails instead), each subset's dict its own. Keyed by the
 inputs and their files' sizes and times, so rewritten files are read again."""
 
 
-def forget_loaded() -> None:
-    """Drop the splits' rows kept in this process (:meth:`SplitInputs.load`)."""
-    _LOADED.forget()
-
-
 def _read_once(inputs: SplitInputs, train_features: bool) -> dict[str, Any]:
     files = (inputs.frame_path, inputs.splits_path, inputs.transformer_path)
     stamps = tuple((s.st_size, s.st_mtime_ns) for s in map(os.stat, files))

@@ -133,3 +133,23 @@ def test_last_answers_works_a_question_out_once_and_keeps_the_last_ones():
     assert (answers.get(1), answers.get(2), answers.get(3)) == (10, None, 30)
     answers.forget()
     assert answers.get(1) is None and worked == [1, 2, 3]
+
+
+def test_every_cache_of_the_process_is_emptied_in_one_place():
+    """The end of a run empties every :class:`LastAnswers` of the process (a
+    split's rows, GANs, new rows, neighbours) through one call."""
+    from pipeline.core import neighbours
+    from pipeline.core.memory import forget_answers, remembered
+    from pipeline.core.neighbours import RememberedNeighbors
+    from pipeline.features import rows
+    from pipeline.gan import storage
+
+    ours = LastAnswers(keep=2)
+    ours.answer("a", lambda: 1)
+    rows._LOADED.put("rows", {"x": 1})
+    assert remembered() >= 2
+    caches = {id(rows._LOADED), id(storage._LOADED), id(ours)}
+    caches |= {id(RememberedNeighbors.answers), id(neighbours._NEW_ROWS)}
+    assert caches <= {id(a) for a in memory._EVERY}
+    forget_answers()
+    assert remembered() == 0 and len(ours) == 0 and ours.get("a") is None

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from pipeline.core.config import load_config, run_seeds
-from pipeline.features.rows import SplitInputs, forget_loaded, load_split_data
+from pipeline.core.memory import forget_answers
+from pipeline.features.rows import SplitInputs, load_split_data
 from pipeline.features.splits import SUBSETS
 from pipeline.run.prepare import stage_ingest, stage_preprocess
 
@@ -35,7 +36,7 @@ def _inputs(prepared, split=0, **kwargs) -> SplitInputs:
 
 
 def test_a_split_is_read_once_and_shared_read_only(prepared):
-    forget_loaded()
+    forget_answers()
     inputs = _inputs(prepared)
     first, second = inputs.load(), inputs.load()
     assert first["test"]["X"] is second["test"]["X"]
@@ -43,7 +44,7 @@ def test_a_split_is_read_once_and_shared_read_only(prepared):
         first["train"]["y"][0] = 1
     assert inputs.sizes()["n_rows"] == sum(len(first[s]["y"]) for s in SUBSETS)
     assert inputs.sizes()["n_features"] == first["train"]["X"].shape[1]
-    forget_loaded()
+    forget_answers()
 
 
 def test_above_the_budget_training_and_validation_rows_are_sampled_not_test_rows(

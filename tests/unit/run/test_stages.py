@@ -6,7 +6,8 @@ import pytest
 
 from pipeline.core.artifacts import load_parquet
 from pipeline.core.config import load_config, run_seeds
-from pipeline.features.rows import SplitInputs, forget_loaded
+from pipeline.core.memory import forget_answers
+from pipeline.features.rows import SplitInputs
 from pipeline.run.fit import stage_fit_detector
 from pipeline.run.prepare import stage_ingest, stage_preprocess
 
@@ -78,4 +79,4 @@ def test_a_fit_scores_every_validation_and_test_row_of_its_split(prepared, metho
             assert sorted(rows) == sorted(data[subset]["rows"])
         # Split 0's detectors are kept: the registry's challenger comes from one.
         assert scores_path.with_name(f"{scores_path.stem}-{i}.ubj").is_file()
-    forget_loaded()
+    forget_answers()
