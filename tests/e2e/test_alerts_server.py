@@ -215,6 +215,18 @@ def test_alerts_notify_each_finding_once_and_a_healthy_night_not_at_all(
         wait_until_held(stopped, held)
         stopped.send_signal(signal.SIGTERM)
         assert stopped.wait(120) == 143, stopped.stderr.read()[-3000:]
+        said = stopped.stderr.read()  # (what it started: conftest checks it ended)
+        assert "Traceback" not in said, said[-3000:]
+        last = said.strip().splitlines()[-1]
+        assert last.startswith("fraudaug: terminated; the run stopped"), last
+        assert "Cancelled('stopped by SIGTERM during preprocess')" in said
+        from pipeline.registry.tracking import mlflow_client
+
+        client = mlflow_client(f"sqlite:///{tmp_path / 'm.db'}")
+        experiment = client.get_experiment_by_name("fraud-augmentation")
+        nights = client.search_runs([experiment.experiment_id])
+        # The failing night's MLflow run, and this one's.
+        assert sorted(r.info.status for r in nights) == ["FINISHED", "KILLED"]
         messages = receiver.wait_for(5 + len(found))
         subject, body = messages[-1]["text"].split("\n", 1)
         assert subject.startswith("fraudaug: run ") and subject.endswith(

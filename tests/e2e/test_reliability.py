@@ -188,14 +188,14 @@ def _wait_for_line(proc, err: Path, text: str, timeout: float = 300) -> None:
 
 PHASES = {
     "ingest": "run.prepare.stage_ingest",
-    "preprocess": "run.prepare.stage_preprocess",
     "fidelity": "run.train.stage_fidelity",
     "registry": "run.conclude.stage_registry",
     "report": "run.conclude.stage_report",
 }
 """The phases a SIGTERM is sent in (held there: :func:`fraudaug_held_at`),
-besides GAN training and a detector's fit (the tests below). The registry's is
-sent to a run on a local Dask cluster (``--task-runner dask``)."""
+besides GAN training and a detector's fit (the tests below) and preprocessing
+(``test_alerts_server``, against a real server). The registry's is sent to a
+run on a local Dask cluster (``--task-runner dask``)."""
 FIGURES = (
     "auprc", "auprc_bootstrap_ci95", "roc_auc", "precision_top_k", "threshold",
     "validation_auprc", "best_iteration", "n_added", "sampling_strategy",
