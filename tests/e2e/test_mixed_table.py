@@ -314,8 +314,9 @@ def test_validate_with_the_schema_and_without(mixed_csv):
 def test_a_splits_tasks_share_one_read_only_copy_of_its_rows(mixed_run):
     """The mixed run's split read as its tasks read it: once in a process, the
     same arrays for every task, read-only, each task its own subset dicts; read
-    again when a file changes or after forget_loaded."""
-    from pipeline.features.rows import SplitInputs, forget_loaded, load_split_data
+    again when a file changes or once the process's caches are emptied."""
+    from pipeline.core.memory import forget_answers
+    from pipeline.features.rows import SplitInputs, load_split_data
 
     run_dir = _run_dir(mixed_run)
     (frame,) = Path(mixed_run["root"]).glob("cache/stages/ingest/*/table.parquet")
@@ -323,7 +324,7 @@ def test_a_splits_tasks_share_one_read_only_copy_of_its_rows(mixed_run):
     inputs = SplitInputs(
         str(frame), str(run_dir / "splits.parquet"), str(transformer), 0
     )
-    forget_loaded()
+    forget_answers()
     first, second = inputs.load(), inputs.load()
     fresh = load_split_data(inputs)
     for subset in ("train", "validation", "test"):
@@ -337,6 +338,6 @@ def test_a_splits_tasks_share_one_read_only_copy_of_its_rows(mixed_run):
     transformer.write_text(transformer.read_text())  # a newer file: read again
     assert inputs.load()["train"]["X"] is not second["train"]["X"]
     again = inputs.load()["train"]["X"]
-    forget_loaded()
+    forget_answers()
     assert inputs.load()["train"]["X"] is not again
-    forget_loaded()
+    forget_answers()
