@@ -228,16 +228,13 @@ def bench_commands(
     speed, not its quality, is measured); the champion is split 0's ``none``
     detector at the default profile's settings."""
     from pipeline.core.artifacts import file_sha256, load_json
+    from pipeline.detector.fitting import fit_detector
+    from pipeline.detector.model import make_detector
     from pipeline.evaluation.metrics import choose_threshold
     from pipeline.gan.storage import save_gan
     from pipeline.gan.trainer import train_cwgan_gp
     from pipeline.registry.promotion import record_challenger
     from pipeline.registry.tracking import finish_tracking, start_tracking
-    from pipeline.resampling.methods import (
-        fit_detection_pipeline,
-        make_detection_pipeline,
-        make_detector,
-    )
 
     X, y = data["train"]["X"], data["train"]["y"]
     run = work / "run"
@@ -269,13 +266,8 @@ def bench_commands(
         }
         target.unlink()
     # The champion: split 0's `none` detector.
-    detector = make_detection_pipeline(
-        None, make_detector(config.detector, random_state=0)
-    )
-    fit_detection_pipeline(
-        detector, X, y, data["validation"]["X"], data["validation"]["y"]
-    )
-    xgb = detector.named_steps["xgb"]
+    xgb = make_detector(config.detector, random_state=0)
+    fit_detector(xgb, X, y, data["validation"]["X"], data["validation"]["y"])
     xgb.save_model(work / "detector.ubj")
     scores = xgb.predict_proba(data["test"]["X"])[:, 1]
     validation = xgb.predict_proba(data["validation"]["X"])[:, 1]
@@ -357,13 +349,11 @@ def bench_scaling(config, ingested) -> dict:
     from sklearn.model_selection import train_test_split
 
     from pipeline.core.artifacts import load_parquet
+    from pipeline.detector.fitting import fit_detector
+    from pipeline.detector.model import make_detector
     from pipeline.features.transformer import TabularTransformer
-    from pipeline.resampling.methods import (
-        fit_detection_pipeline,
-        make_detection_pipeline,
-        make_detector,
-        make_sampler,
-    )
+    from pipeline.resampling.registry import make_sampler
+    from pipeline.resampling.resample import resample
 
     frame = load_parquet(ingested["frame_path"])
     out = {}
@@ -383,12 +373,11 @@ def bench_scaling(config, ingested) -> dict:
         Xv, yv = transformer.transform(rest), rest["Class"].to_numpy()
         row = {}
         for method in ("none", "smote"):
-            pipeline = make_detection_pipeline(
-                make_sampler(method, config.evaluation, random_state=0),
-                make_detector(config.detector, random_state=0),
-            )
+            sampler = make_sampler(method, config.evaluation, random_state=0)
+            detector = make_detector(config.detector, random_state=0)
             t0 = time.perf_counter()
-            fit_detection_pipeline(pipeline, Xt, yt, Xv, yv)
+            rows = resample(sampler, Xt, yt)
+            fit_detector(detector, rows.X, rows.y, Xv, yv, sample_weight=rows.weight)
             row[f"{method}_fit_s"] = round(time.perf_counter() - t0, 2)
         out[str(len(part))] = row
     return out

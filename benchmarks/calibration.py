@@ -181,7 +181,8 @@ def _fit_score(
     from sklearn.metrics import average_precision_score
 
     from pipeline.core.config import DetectorConfig, EvaluationConfig
-    from pipeline.resampling.methods import make_detector, make_sampler
+    from pipeline.detector.model import make_detector
+    from pipeline.resampling.registry import make_sampler
 
     train = split["train"]
     X_train, y_train = X[train], y[train].copy()

@@ -12,7 +12,7 @@ the training rows). Prints one JSON object — per placement each worker's peak
 resident memory (``VmHWM``) before and after the fit, the fit's seconds, test
 AUPRC, the best iteration, and what the one-process task took per model-space
 byte of its split
-(``pipeline.resampling.distributed.TASK_MEMORY_FACTOR``) — and writes it to
+(``pipeline.detector.distributed.TASK_MEMORY_FACTOR``) — and writes it to
 ``benchmarks/results/``.
 """
 

@@ -190,7 +190,7 @@ def run_references(job: dict[str, Any]) -> dict[str, Any]:
     """SMOTE's rows and the real training frauds, judged the same way."""
     from pipeline.core.config import EvaluationConfig
     from pipeline.evaluation.fidelity import c2st_auc, compute_fidelity
-    from pipeline.resampling.methods import make_sampler
+    from pipeline.resampling.registry import make_sampler
 
     data = _split_data(job["paths"], job["split"])
     X, y = data["train"]["X"], data["train"]["y"]

@@ -134,7 +134,7 @@ def _ctgan_rows(python, transformer, train_frauds, n, seed, epochs, tmp: Path):
 def _detector_auprc(config, X, y, Xv, yv, Xt, yt, seed, feature_types, categorical):
     from sklearn.metrics import average_precision_score
 
-    from pipeline.resampling.methods import make_detector
+    from pipeline.detector.model import make_detector
 
     detector_config = config.detector.model_copy(update={"categorical": categorical})
     model = make_detector(
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict:
     from pipeline.features.transformer import TabularTransformer
     from pipeline.gan.encoding import GANColumns
     from pipeline.gan.trainer import train_cwgan_gp
-    from pipeline.resampling.methods import make_sampler
+    from pipeline.resampling.registry import make_sampler
 
     config = load_config("default")
     result: dict = {

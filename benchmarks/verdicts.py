@@ -36,10 +36,11 @@ def _r(value: Any, digits: int = 4) -> Any:
 
 def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> dict:
     """One run's comparison under today's statistics beside what it said."""
-    from pipeline.core.config import SMOTE_FAMILY, RopeConfig
-    from pipeline.evaluation.comparison import GAN, compare_methods
+    from pipeline.core.config import RopeConfig
+    from pipeline.evaluation.comparison import compare_methods
     from pipeline.evaluation.metrics import METRICS, summarise
     from pipeline.evaluation.statistics import t_interval
+    from pipeline.resampling import registry
 
     config = metrics.get("config") or {}
     metric = metrics.get("primary_metric") or "auprc"
@@ -47,9 +48,10 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
     rope = rope if rope is not None else getattr(RopeConfig(), metric)
     results = metrics["results"]
     mode = (config.get("split") or {}).get("mode")
+    roles = registry.roles()
     now = compare_methods(
         results,
-        SMOTE_FAMILY,
+        roles,
         metric,
         rope=rope,
         unit="fold" if mode == "rolling" else "split",
@@ -76,7 +78,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         )
     comparisons = []
     for c in now["comparisons"]:
-        if c["baseline"] != "none" and c["method"] != GAN:
+        if c["baseline"] != roles["reference"] and c["method"] != roles["question"]:
             continue
         old = before.get((c["method"], c["baseline"]), {})
         plain = c["ci95_plain"]

@@ -4,6 +4,7 @@ option and no figure is typed by hand twice.
 * ``api/<package>.md``: one page per package of ``pipeline`` (and ``flows``),
   every module of it rendered by mkdocstrings from its docstrings;
 * ``cli.md``: the command reference appended from ``flows.cli.build_parser()``;
+* ``methods.md``: the built-in methods appended from the method registry;
 * ``results.md``: every ``benchmarks/results/*.json`` as tables (their charts
   beside it, ``results/*.svg``).
 """
@@ -30,6 +31,7 @@ PACKAGES = [
     "evaluation",
     "gan",
     "resampling",
+    "detector",
     "registry",
     "report",
     "run",
@@ -203,7 +205,31 @@ def on_page_content(html, page, config, files):
     return _ROLE.sub(lambda m: f"<code>{m.group(1).rsplit('.', 1)[-1]}</code>", html)
 
 
+def methods_reference() -> str:
+    """Every built-in method, from the registry that the config, the run and the
+    report read (its declarations import no sampler)."""
+    from pipeline.resampling import registry
+
+    lines = [
+        "## Reference: the built-in methods",
+        "",
+        "Generated from `pipeline.resampling.registry`, in report order.",
+        "",
+        "| method | family | amount | neighbours | categorical columns | what it does |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in registry.built_in_methods():
+        lines.append(
+            f"| `{m.name}` | {m.family} | {m.amount} | "
+            f"{'yes' if m.neighbours else 'no'} | {_cell(m.categorical)} | "
+            f"{_cell(m.summary)} |"
+        )
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri == "cli.md":
         return markdown.rstrip("\n") + "\n\n" + cli_reference() + "\n"
+    if page.file.src_uri == "methods.md":
+        return markdown.rstrip("\n") + "\n\n" + methods_reference() + "\n"
     return markdown

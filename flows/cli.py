@@ -21,6 +21,7 @@ from flows.commands import (
     cmd_demo_data,
     cmd_fetch_data,
     cmd_generate,
+    cmd_methods,
     cmd_replay,
     cmd_retention,
     cmd_run,
@@ -180,6 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
     _schema_arg(p)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser(
+        "methods",
+        help="list the methods a run can compare: the built-in ones and the "
+        "installed plugins'",
+    )
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(func=cmd_methods)
 
     p = sub.add_parser("generate", help="generate fraud rows with a run's GAN")
     p.add_argument("--run", required=True, help="a run folder, e.g. reports/latest")

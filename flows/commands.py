@@ -27,6 +27,7 @@ from pipeline.data.schema import (
     parse_where,
     save_schema,
 )
+from pipeline.resampling import registry
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +136,38 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"sha256 {summary.sha256}, schema {schema.name}"
             + (" [demo data]" if summary.demo else "")
         )
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    """Every method: name, family, what its amount is, where it comes from (built
+    in, or a plugin's distribution and version) and its one line; a plugin that
+    cannot be imported says why. Default config: every built-in method."""
+    methods = registry.all_methods()
+    default = set(registry.built_in_names())
+    if args.json:
+        print(
+            json.dumps(
+                [{**m.describe(), "default": m.name in default} for m in methods],
+                indent=2,
+            )
+        )
+        return 0
+    header = ("method", "family", "amount", "source")
+    rows = [(m.name, m.family, m.amount, m.source) for m in methods]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for method, row in zip(methods, rows, strict=True):
+        cells = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        print(f"{cells}  {method.summary}")
+    plugins = [m for m in methods if not m.built_in]
+    example = json.dumps([registry.roles()["reference"], registry.interpolation()])
+    print(
+        f"\n{len(methods) - len(plugins)} built-in, {len(plugins)} from plugins "
+        "(entry points fraudaug.samplers, fraudaug.generators). Choose with "
+        f"--set 'evaluation.methods={example[:-1]}, ...]'; the default is every "
+        "built-in method."
+    )
     return 0
 
 
@@ -570,8 +603,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     gan_dir = layout.gan_dir(run_dir, args.split)
     if not gan_dir.is_dir():
         raise ConfigError(
-            f"{run_dir}: no GAN for split {args.split} (was cwgan_gp among the run's "
-            "methods? is the split number right?)"
+            f"{run_dir}: no GAN for split {args.split} (was "
+            f"{registry.with_gan()[0]} among the run's methods? is the split "
+            "number right?)"
         )
     if args.where:  # checked against the split's vocabularies before any import
         transformer = gan_dir / layout.TRANSFORMER_FILE

@@ -36,6 +36,7 @@ from pipeline.data.schema import load_schema
 from pipeline.evaluation.amounts import failed_methods, failures_line
 from pipeline.features.rows import SplitInputs
 from pipeline.registry import tracking
+from pipeline.resampling import registry
 from pipeline.run import conclude, fit, folders, prepare, train
 
 FLOW_NAME = "fraud-augmentation"
@@ -496,14 +497,16 @@ def _train_and_fit(
 
     Detectors that need no GAN go to the task runner's two workers; meanwhile
     the GANs train one split after another in the flow's own thread (a direct
-    task call), and each split's cwgan_gp detector is submitted as soon as its
-    GAN is saved. GAN training keeps about one core busy, so it runs beside the
-    detectors instead of after them (submitted to the runner it would queue
-    behind every fit), and no worker thread ever sits blocked waiting for
-    another task. A GAN's time limit (``gan.timeout_seconds``) is enforced by
-    its trainer between steps (:mod:`pipeline.gan.trainer`), not by
+    task call), and each split's detectors that draw from its GAN are submitted
+    as soon as its GAN is saved. GAN training keeps about one core busy, so it
+    runs beside the detectors instead of after them (submitted to the runner it
+    would queue behind every fit), and no worker thread ever sits blocked
+    waiting for another task. A GAN's time limit (``gan.timeout_seconds``) is
+    enforced by its trainer between steps (:mod:`pipeline.gan.trainer`), not by
     interrupting it."""
     methods = config.evaluation.methods
+    # Methods that draw from the split's GAN wait for it; the others start now.
+    on_gan = [m for m in methods if registry.get(m).uses_gan]
 
     def submit_fit(split: int, method: str, gan_dir: str | None = None):
         return fit_detector.submit(
@@ -516,19 +519,19 @@ def _train_and_fit(
             gan_dir=gan_dir,
         )
 
-    if "cwgan_gp" in methods:
+    if on_gan:
         _configure_tensorflow(config)
     detector_futures = [
         submit_fit(split, method)
         for split in range(len(inputs))
         for method in methods
-        if method != "cwgan_gp"
+        if method not in on_gan
     ]
     gans = []
     fidelity_futures = []
     for split in range(len(inputs)):
         gan_dir = None
-        if "cwgan_gp" in methods:
+        if on_gan:
             gan_dir = str(layout.gan_dir(run_dir, split))
             gan = train_gan(
                 inputs[split],
@@ -540,7 +543,7 @@ def _train_and_fit(
             if gan.pop("cached", False):
                 cached.append(f"train-gan split {split}")
             gans.append(gan)
-            detector_futures.append(submit_fit(split, "cwgan_gp", gan_dir))
+            detector_futures += [submit_fit(split, m, gan_dir) for m in on_gan]
         fidelity_futures.append(
             fidelity.submit(
                 inputs[split],

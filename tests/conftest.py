@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -39,6 +40,18 @@ from tests.helpers import (  # noqa: E402
     stop_processes,
     write_daily_partitions,
 )
+
+# The test plugins (tests/plugins: a distribution with fraudaug.samplers and
+# fraudaug.generators entry points) are installed for this process, and for the
+# commands it starts.
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+sys.path.insert(0, str(PLUGINS))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(PLUGINS), os.environ.get("PYTHONPATH")) if p
+)
+
+MIXED_PLUGINS = ["bootstrap_over", "half_under", "independent"]
+"""The test plugins' methods the mixed table's run compares."""
 
 # What the tests start carries the session's mark (see pytest_sessionfinish).
 os.environ[SESSION_MARK] = str(os.getpid())
@@ -123,17 +136,23 @@ def mixed_run(harness, mixed_partitions, mixed_csv, mixed_schema, tmp_path_facto
     partitions, out of time as a nightly run judges (one rolling fold: 14 training
     days, the newest 3 validating, a 3-day delay, 5 test days), precision top-k
     (20 alerts a day) as the primary metric,
-    fast GAN and trees, the GAN conditioned on the channel; tracked and registered
-    in an sqlite store."""
+    fast GAN and trees, the GAN conditioned on the channel, the test plugins'
+    methods beside the built-in ones; tracked and registered in an sqlite store."""
     from flows.fraud_flow import fraud_augmentation
+    from pipeline.resampling.registry import smoke_names as smoke_methods
 
     root = tmp_path_factory.mktemp("mixed-run")
     overrides = {
         **FAST,
         "gan": {**FAST["gan"], "condition_on": "channel"},
         "split": ROLLING_SMOKE,
-        # Judged as investigators would judge it: 20 alerts a day.
-        "evaluation": {"primary_metric": "precision_top_k", "alerts_per_day": 20},
+        # Judged as investigators would judge it: 20 alerts a day; the test
+        # plugins' sampler, under-sampler and generator beside the built-in ones.
+        "evaluation": {
+            "primary_metric": "precision_top_k",
+            "alerts_per_day": 20,
+            "methods": [*smoke_methods(), *MIXED_PLUGINS],
+        },
         "data": {"cache_dir": str(root / "cache")},
     }
     uri = f"sqlite:///{root / 'mlflow.db'}"

@@ -15,6 +15,9 @@ import pytest
 from flows.commands import PREFECT_ENV  # (imports no Prefect)
 from pipeline.core.backend import is_native_log_line
 
+ROLES = {"reference": "none", "question": "cwgan_gp", "compared": ("smote",)}
+"""The comparison's roles in the tests' small records (the built-in names)."""
+
 ROOT = Path(__file__).resolve().parent.parent
 """The project's root folder."""
 SAMPLE = ROOT.parent / "shared" / "data" / "creditcard_sample.csv.gz"
@@ -534,7 +537,7 @@ def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"
         },
         "results": results,
         "summary": summarise(results),
-        "comparison": compare_methods(results, ("smote",), rope=0.01),
+        "comparison": compare_methods(results, ROLES, rope=0.01),
         "amount_choice": {"rule": "per_split", "methods": {}},
         "gan": {"splits": []},
         "fidelity": {},

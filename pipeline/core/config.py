@@ -17,29 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pipeline.core.days import SECONDS_PER_DAY
 from pipeline.core.errors import ConfigError
 
-Method = Literal[
-    "none",
-    "class_weight",
-    "random_over",
-    "random_under",
-    "smote",
-    "borderline_smote",
-    "adasyn",
-    "smote_tomek",
-    "smote_enn",
-    "cwgan_gp",
-]
-METHODS: tuple[str, ...] = get_args(Method)
-"""Detector methods, in report order."""
-SMOTE_FAMILY = (
-    "random_over",
-    "smote",
-    "borderline_smote",
-    "adasyn",
-    "smote_tomek",
-    "smote_enn",
-)
-"""The imbalanced-learn baselines the GAN is compared with."""
+
+def _methods():
+    """The method registry (:mod:`pipeline.resampling.registry`): the config names
+    methods, the registry declares them. Imported when a config is validated,
+    never at import (it is cheap: declarations only; the floors contract allows
+    this one import up)."""
+    from pipeline.resampling import registry
+
+    return registry
+
 
 Profile = Literal["smoke", "default", "full"]
 PROFILES: tuple[str, ...] = get_args(Profile)
@@ -319,7 +306,12 @@ class RopeConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    methods: tuple[Method, ...] = METHODS
+    methods: tuple[str, ...] = Field(
+        default_factory=lambda: _methods().built_in_names(),
+        description="The methods compared, in report order: built-in ones and "
+        "installed plugins' (`fraudaug methods` lists them). Default: every "
+        "built-in method.",
+    )
     sampling_strategy: float = Field(
         0.1,
         gt=0.0,
@@ -393,6 +385,12 @@ class EvaluationConfig(_Section):
             raise ValueError("methods must name at least one method")
         if len(set(self.methods)) != len(self.methods):
             raise ValueError("methods must not repeat")
+        unknown = _methods().unknown(self.methods)
+        if unknown:
+            raise ValueError(
+                f"unknown method(s) {', '.join(map(repr, unknown))}; `fraudaug "
+                "methods` lists the built-in ones and the installed plugins'"
+            )
         if any(m <= 0 for m in self.amount_grid):
             raise ValueError("amount_grid values must be positive")
         return self
@@ -468,13 +466,12 @@ class PipelineConfig(_Section):
 _PROFILE_OVERRIDES: dict[str, dict[str, Any]] = {
     # A quick check of the whole chain: one split, a short GAN, one amount of
     # new rows per sampler; the slow combined samplers (SMOTE-Tomek, SMOTE-ENN)
-    # are left out.
+    # are left out (the registry's in_smoke).
     "smoke": {
         "split": {"n_splits": 1},
         "gan": {"steps": 300},
         "detector": {"n_estimators": 200},
         "evaluation": {
-            "methods": [m for m in METHODS if m not in ("smote_tomek", "smote_enn")],
             "n_bootstrap": 50,
             "amount_grid": [1.0],
         },
@@ -542,6 +539,10 @@ def load_config(
             f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}"
         )
     values: dict[str, Any] = _merge({"profile": profile}, _PROFILE_OVERRIDES[profile])
+    if profile == "smoke":  # the methods the registry marks as quick
+        values = _merge(
+            values, {"evaluation": {"methods": list(_methods().smoke_names())}}
+        )
     if overrides:
         values = _merge(values, overrides)
     if seed is not None:

@@ -40,7 +40,7 @@ TRANSFORMER_FILE = "transformer.json"
 GAN_DIR = "gan"
 DETECTORS_DIR = "detectors"
 SCORES_DIR = "scores"
-# Identical detector fits of a run, done once (pipeline.resampling.methods).
+# Identical detector fits of a run, done once (pipeline.detector.fitting).
 FITS_DIR = "fits"
 PREDICTIONS_FILE = "predictions.parquet"
 METRICS_FILE = "metrics.json"

@@ -33,12 +33,6 @@ from pipeline.evaluation.statistics import (
     wilcoxon_p,
 )
 
-GAN = "cwgan_gp"
-"""The method the product's question is about: the headline speaks of it."""
-
-BASELINE = "none"
-"""No resampling: what every method must beat."""
-
 WILCOXON_MIN_SPLITS = 6
 """Below 6 paired splits a two-sided Wilcoxon signed-rank p-value cannot fall
 below 0.05 (with 3 its smallest is 0.25): it is left out there."""
@@ -219,6 +213,7 @@ def _headline(
     comparisons: list[dict[str, Any]],
     focus: dict[str, Any] | None,
     metric: str,
+    reference: str,
 ) -> str:
     """The run's one-paragraph answer: a method decided better than ``none``;
     else what the focus comparison (the GAN against ``none``) decided, or its
@@ -237,7 +232,7 @@ def _headline(
     winners = [
         c
         for c in comparisons
-        if c["baseline"] == BASELINE and c["decision"] == "better"
+        if c["baseline"] == reference and c["decision"] == "better"
     ]
     if winners:
         top = max(winners, key=lambda c: c["mean_diff"])
@@ -279,7 +274,7 @@ def _headline(
 
 def compare_methods(
     results: list[dict],
-    smote_family: tuple[str, ...],
+    roles: dict[str, Any],
     metric: str = "auprc",
     *,
     rope: float,
@@ -293,8 +288,12 @@ def compare_methods(
     results : list of dict
         One record per method and split, each with ``metric``, ``n_train`` and
         ``n_test`` (:func:`~pipeline.evaluation.metrics.split_rho`).
-    smote_family : tuple of str
-        The baselines the GAN is set against; the best of them by mean is one.
+    roles : dict
+        ``reference``: the method every method is set against (no resampling);
+        ``question``: the method the headline speaks of (the GAN);
+        ``compared``: the baselines the question is set against, the best of
+        them by mean being one (the SMOTE family;
+        :func:`pipeline.resampling.registry.roles`).
     metric : str
         The compared metric (``evaluation.primary_metric``).
     rope : float
@@ -305,7 +304,8 @@ def compare_methods(
 
     Returns
     -------
-    dict with ``metric``, ``rope``, ``rho``, ``best_smote_family``,
+    dict with ``metric``, ``rope``, ``rho``, ``reference`` and ``question``
+    (the roles' names), ``best_smote_family``,
     ``comparisons`` (list, :func:`paired_difference`, with Holm's adjustment
     over all of them), ``decision`` (:func:`headline_decision` of the
     comparison the headline states, ``None`` with one split), ``verdicts``
@@ -313,11 +313,12 @@ def compare_methods(
     """
     rho = split_rho(results)
     summary = {s["method"]: s for s in summarise(results)}
-    family = [m for m in smote_family if m in summary]
+    reference, question = roles["reference"], roles["question"]
+    family = [m for m in roles["compared"] if m in summary]
     best = max(family, key=lambda m: summary[m][f"{metric}_mean"]) if family else None
     comparisons = []
     for method in summary:
-        for baseline in (BASELINE, best):
+        for baseline in (reference, best):
             if baseline is None or baseline not in summary:
                 continue
             comparison = paired_difference(
@@ -330,14 +331,14 @@ def compare_methods(
     ):
         c["p_holm"] = adjusted
         c["significant"] = adjusted is not None and adjusted < SIGNIFICANCE
-    verdicts = [verdict_line(c) for c in comparisons if c["method"] == GAN]
+    verdicts = [verdict_line(c) for c in comparisons if c["method"] == question]
     verdicts += [
         verdict_line(c)
         for c in comparisons
-        if c["method"] != GAN and c["baseline"] == BASELINE
+        if c["method"] != question and c["baseline"] == reference
     ]
-    against_none = {c["method"]: c for c in comparisons if c["baseline"] == BASELINE}
-    focus = against_none.get(GAN)
+    against_none = {c["method"]: c for c in comparisons if c["baseline"] == reference}
+    focus = against_none.get(question)
     if focus is None and against_none:
         focus = max(
             against_none.values(), key=lambda c: summary[c["method"]][f"{metric}_mean"]
@@ -347,11 +348,15 @@ def compare_methods(
         "metric": metric,
         "rope": rope,
         "rho": rho,
+        "reference": reference,
+        "question": question,
         "best_smote_family": best,
         "comparisons": comparisons,
         "decision": headline_decision(focus) if decided else None,
         "verdicts": verdicts,
-        "headline": _headline(comparisons, focus if decided else None, metric),
+        "headline": _headline(
+            comparisons, focus if decided else None, metric, reference
+        ),
     }
 
 

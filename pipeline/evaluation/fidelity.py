@@ -30,6 +30,10 @@ FIDELITY_METRICS = (
 table without numeric/categorical columns)."""
 
 
+REAL_TRAIN = "real_train"
+"""The fidelity floor's source: the real training frauds judged the same way."""
+
+
 def make_c2st_classifier(random_state: int = 0, n_jobs: int = 2) -> XGBClassifier:
     """The classifier that tells synthetic from real rows: an XGBoost of 200 trees
     of depth 3 (the C2ST's, and the GAN's ``classifier`` filter's)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.config import SMOTE_FAMILY, PipelineConfig
+from pipeline.core.config import PipelineConfig
 from pipeline.data.schema import TableSchema
 from pipeline.evaluation.comparison import compare_methods, random_split_reference
 from pipeline.evaluation.fidelity import summarise_fidelity
@@ -108,6 +108,8 @@ def build_metrics(
     folds: list[dict[str, Any]] | None,
     cached_stages: list[str],
     environment: dict[str, Any],
+    methods: list[dict[str, Any]],
+    roles: dict[str, Any],
     random_split_run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run's ``metrics.json`` (without the registry decision and the MLflow
@@ -119,6 +121,10 @@ def build_metrics(
     order;
     ``random_split_run``: out of time, the newest random-split run on the same
     data, whose figures are quoted beside (``None``: none was run);
+    ``methods``: each compared method's description
+    (:meth:`pipeline.resampling.registry.Method.describe`: family, source — a
+    plugin's distribution and version —, summary); ``roles``: the comparison's
+    (:func:`pipeline.evaluation.comparison.compare_methods`);
     ``failures``: the fits that failed
     (:func:`pipeline.evaluation.amounts.separate_failures`): ``status`` is
     ``completed_with_failures`` when there is one, else ``completed``.
@@ -145,9 +151,10 @@ def build_metrics(
         "primary_metric": primary,
         "results": fits,
         "summary": summarise(fits),
+        "method_details": methods,
         "comparison": compare_methods(
             fits,
-            SMOTE_FAMILY,
+            roles,
             primary,
             rope=config.evaluation.primary_rope(),
             unit="fold" if config.split.mode == "rolling" else "split",

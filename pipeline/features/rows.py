@@ -271,7 +271,7 @@ def read_train_block(
     """Training rows ``rows`` of a split in model space, as float32 (the precision
     XGBoost trains in: the values it would see), their labels, and ``weight``
     passed through: what one Dask worker reads of a fit trained across the workers
-    (:mod:`pipeline.resampling.distributed`)."""
+    (:mod:`pipeline.detector.distributed`)."""
     transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
     schema = transformer.schema
     part = load_parquet_rows(inputs.frame_path, rows, columns=_columns(transformer))

@@ -309,6 +309,15 @@ def log_results(
         shares = [s["rows"]["train"]["share"] for s in sampling["splits"] if s["rows"]]
         if shares:
             tags["fraudaug.sampling.share"] = ", ".join(f"{v:g}" for v in shares)
+    plugins: dict[str, list[str]] = {}
+    for method in metrics.get("method_details") or []:
+        if method["source"] != "built-in":
+            plugins.setdefault(method["source"], []).append(method["name"])
+    if plugins:  # which distribution (and version) each plugin method came from
+        tags["fraudaug.plugins"] = "; ".join(
+            f"{', '.join(sorted(names))}: {source}"
+            for source, names in sorted(plugins.items())
+        )
     failed = sorted({f["method"] for f in metrics.get("failures", []) if f["left_out"]})
     if failed:
         tags["fraudaug.failed_methods"] = ", ".join(failed)

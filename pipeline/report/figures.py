@@ -9,8 +9,25 @@ from typing import Any
 from markupsafe import Markup
 
 from pipeline.evaluation.comparison import format_p
+from pipeline.evaluation.fidelity import REAL_TRAIN
 from pipeline.evaluation.metrics import METRIC_LABELS, METRICS
 from pipeline.report import charts
+from pipeline.resampling import registry
+
+
+def roles(metrics: dict) -> dict[str, str]:
+    """The run's comparison roles: ``reference`` (what every method must beat),
+    ``question`` (the method the headline speaks of) and ``interpolation`` (the
+    rows the generators' fidelity is judged beside). A ``metrics.json`` written
+    before they were recorded has the built-in ones."""
+    comparison = metrics.get("comparison") or {}
+    built_in = registry.roles()
+    return {
+        "reference": comparison.get("reference", built_in["reference"]),
+        "question": comparison.get("question", built_in["question"]),
+        "interpolation": registry.interpolation(),
+    }
+
 
 # Report colours for the fidelity sources that are not methods.
 REAL_COLOUR = "#333333"
@@ -71,7 +88,7 @@ def _summary_charts(metrics: dict) -> list[Markup]:
     diffs = [
         c
         for c in metrics.get("comparison", {}).get("comparisons", [])
-        if c["baseline"] == "none"
+        if c["baseline"] == roles(metrics)["reference"]
     ]
     if diffs:
         rope = diffs[0]["rope"]
@@ -242,8 +259,9 @@ def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
         for v in (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
         if lo - 0.05 <= math.log10(v) <= hi + 0.05
     ]
+    reference = roles(metrics)["reference"]
     baseline = {
-        key: [r[key] for r in metrics["results"] if r["method"] == "none"]
+        key: [r[key] for r in metrics["results"] if r["method"] == reference]
         for key in ("validation_auprc", "auprc")
     }
     out = []
@@ -264,8 +282,8 @@ def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
             level = sum(none) / len(none)
             series.append(
                 {
-                    "name": "none",
-                    "colour": colours.get("none", "#555"),
+                    "name": reference,
+                    "colour": colours.get(reference, "#555"),
                     "x": [lo, hi],
                     "y": [level, level],
                     "dash": True,
@@ -369,7 +387,7 @@ def top_features(metrics: dict, k: int = REPORT_FEATURES) -> list[str]:
     """The ``k`` features with the largest mean share of the detectors' total gain
     (``none``'s detectors when it ran, else every method's), over the splits."""
     records = [r for r in metrics["results"] if r.get("feature_importance")]
-    plain = [r for r in records if r["method"] == "none"]
+    plain = [r for r in records if r["method"] == roles(metrics)["reference"]]
     records = plain or records
     totals: dict[str, float] = {}
     for r in records:
@@ -456,11 +474,27 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
     return histograms, heatmaps
 
 
+def fidelity_sources(metrics: dict) -> list[str]:
+    """The fidelity's sources in the report's order: the generators compared (the
+    question first), the interpolation (SMOTE's rows), the real training frauds."""
+    fidelity = metrics.get("fidelity") or {}
+    named = roles(metrics)
+    order = [named["question"]]
+    order += [
+        k
+        for k in fidelity
+        if k not in (named["question"], named["interpolation"], REAL_TRAIN)
+        and isinstance(fidelity[k], dict)
+        and "c2st_auc" in fidelity[k]
+    ]
+    return [*order, named["interpolation"], REAL_TRAIN]
+
+
 def fidelity_columns(metrics: dict) -> list[dict[str, Any]]:
     """Per feature, each source's KS statistic (numeric) or total-variation
     distance (categorical), mean over splits: the report's per-column table."""
     fidelity = metrics.get("fidelity") or {}
-    sources = [k for k in ("cwgan_gp", "smote", "real_train") if k in fidelity]
+    sources = [k for k in fidelity_sources(metrics) if k in fidelity]
     if not sources:
         return []
     names = list(fidelity[sources[0]].get("per_column") or {})

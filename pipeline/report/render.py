@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from pipeline.evaluation.comparison import decision_words, format_p, format_probability
+from pipeline.evaluation.fidelity import REAL_TRAIN
 from pipeline.evaluation.metrics import METRIC_LABELS, METRICS, best_method
 from pipeline.report import charts
 from pipeline.report.figures import (
@@ -32,8 +33,11 @@ from pipeline.report.figures import (
     _summary_charts,
     amount_rows,
     fidelity_columns,
+    fidelity_sources,
+    roles,
     rows_added,
 )
+from pipeline.resampling import registry
 
 
 def _script() -> tuple[Markup, Markup]:
@@ -114,9 +118,14 @@ def render_report(
             diffs_vs_none={
                 c["method"]: c
                 for c in metrics.get("comparison", {}).get("comparisons", [])
-                if c["baseline"] == "none"
+                if c["baseline"] == roles(metrics)["reference"]
             },
             summary_charts=_summary_charts(metrics),
+            roles=roles(metrics),
+            compared_family=registry.roles()["compared"],
+            keeps_rows=[m.name for m in registry.all_methods() if m.amount == "kept"],
+            fidelity_sources=fidelity_sources(metrics),
+            real_train=REAL_TRAIN,
             amounts=amounts,
             added=rows_added(metrics),
             amount_charts=_amount_charts(metrics, amounts),

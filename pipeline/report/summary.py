@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pipeline.report.figures import rows_added
+from pipeline.report.figures import roles, rows_added
 from pipeline.report.render import format_ci
 
 
@@ -51,7 +51,7 @@ def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     diffs = {
         c["method"]: c
         for c in metrics.get("comparison", {}).get("comparisons", [])
-        if c["baseline"] == "none"
+        if c["baseline"] == roles(metrics)["reference"]
     }
     added = rows_added(metrics)
     rows = []

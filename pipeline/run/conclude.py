@@ -145,6 +145,7 @@ def stage_metrics(
     (:func:`pipeline.evaluation.run_metrics.build_metrics`) with the environment and,
     out of time, the newest random-split run on the same data from ``reports_dir``."""
     from pipeline.evaluation.run_metrics import build_metrics, is_random_split_of
+    from pipeline.resampling import registry
 
     duration = (
         time.perf_counter() - started_monotonic
@@ -183,6 +184,8 @@ def stage_metrics(
             "package_versions": package_versions(),
             "git_commit": git_commit(),
         },
+        methods=[registry.get(m).describe() for m in config.evaluation.methods],
+        roles=registry.roles(),
         random_split_run=reference,
     )
 

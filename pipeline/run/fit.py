@@ -27,9 +27,9 @@ from pipeline.core.memory import release_free_memory
 from pipeline.data.schema import TableSchema
 from pipeline.evaluation.metrics import compute_metrics
 from pipeline.evaluation.topk import top_k_metrics
-from pipeline.features.rows import (
-    SplitInputs,
-)
+from pipeline.features.rows import SplitInputs
+from pipeline.resampling.method import Method
+from pipeline.resampling.plugins import PluginError
 
 logger = logging.getLogger(__name__)
 
@@ -45,30 +45,28 @@ def stage_fit_detector(
     scores_path: str | Path,
     gan_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Fit one method's detectors on one split, one per amount of new minority rows
-    (:func:`~pipeline.resampling.methods.amount_targets`; ``none`` and
-    ``class_weight`` add no rows: one fit); score validation and test rows.
+    """Fit one method's detectors on one split, one per amount
+    (:func:`~pipeline.resampling.amounts.amounts`; a method that adds no rows: one
+    fit); score validation and test rows.
 
-    Resampling happens inside the pipeline's ``fit`` on the training rows only; the
-    validation rows (early stopping, the amount choice) and test rows (metrics) stay
-    real and untouched. Returns ``{"method", "split", "grid": [record, ...]}``, one
-    full record per amount, each naming its scores file (``scores_path`` with the
-    amount's index) and, on split 0, its saved detector; the amount is chosen later,
-    over every split's records (:func:`~pipeline.evaluation.amounts.choose_amounts`).
+    Resampling touches the training rows only; the validation rows (early
+    stopping, the amount choice) and test rows (metrics) stay real and untouched.
+    Returns ``{"method", "split", "grid": [record, ...]}``, one full record per
+    amount, each naming its scores file (``scores_path`` with the amount's index)
+    and, on split 0, its saved detector, and ``"failed"`` (each amount that
+    failed, with its reason); the amount is chosen later, over every split's
+    records (:func:`~pipeline.evaluation.amounts.choose_amounts`).
     """
-    from pipeline.resampling.distributed import current_worker, spread_workers
-    from pipeline.resampling.methods import (
-        NEIGHBOURHOOD_SAMPLERS,
-        NOT_RESAMPLED,
-        UNDER_SAMPLERS,
-        amount_targets,
-        keep_targets,
-    )
+    from pipeline.detector.distributed import current_worker, spread_workers
+    from pipeline.resampling import registry
+    from pipeline.resampling.amounts import amounts
 
     split = inputs.split
+    spec = registry.get(method)
+    target_of = "n_majority" if spec.amount == "kept" else "n_minority"
     workers = 1
     if (
-        method in NOT_RESAMPLED
+        not spec.resamples
         and config.detector.across_workers != "never"
         and current_worker() is not None
     ):
@@ -81,22 +79,24 @@ def stage_fit_detector(
             worker_memory_share=config.detector.worker_memory_share,
         )
     data = inputs.load(train_features=workers == 1)
-    # The amount: fraud rows to reach (oversamplers) or legitimate rows to keep
-    # (undersamplers).
-    target_of = "n_majority" if method in UNDER_SAMPLERS else "n_minority"
     scores_path = Path(scores_path)
     grid: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    generator = None
     try:
-        targets: list[int | None] = (
-            [None]
-            if method in NOT_RESAMPLED
-            else (keep_targets if method in UNDER_SAMPLERS else amount_targets)(
-                data["train"]["y"], config.evaluation, data["train"]["weight"]
-            )
+        targets = amounts(
+            spec, data["train"]["y"], config.evaluation, data["train"]["weight"]
         )
-    except ConfigError as exc:  # this split's rows leave the method nothing to do
-        logger.warning("split %d %s failed: %s", split, method, exc)
+        if spec.generative and not spec.uses_gan:
+            from pipeline.resampling.plugins import train_generator
+
+            generator = train_generator(spec, inputs, data, sampler_seed)
+    except (ConfigError, PluginError) as exc:
+        # This split's rows leave the method nothing to do, or its plugin's
+        # generator cannot be trained: every amount fails with that reason.
+        if interrupts.stopped_by(exc):
+            raise
+        logger.warning("split %d %s failed: %s", split, method, one_line(exc))
         return {
             "method": method,
             "split": split,
@@ -108,9 +108,9 @@ def stage_fit_detector(
             record = _fit_one_detector(
                 data,
                 split,
-                method,
+                spec,
                 config,
-                **{target_of: target},
+                amount=target,
                 sampler_seed=sampler_seed,
                 detector_seed=detector_seed,
                 scores_path=scores_path.with_name(f"{scores_path.stem}-{i}.parquet"),
@@ -120,6 +120,7 @@ def stage_fit_detector(
                     else None
                 ),
                 gan_dir=gan_dir,
+                generator=generator,
             )
         except Exception as exc:  # one fit never costs the night
             if interrupts.stopped_by(exc):
@@ -138,7 +139,7 @@ def stage_fit_detector(
         finally:
             release_free_memory()  # the fit's resampled rows and matrices
         grid.append(record)
-        if record["n_added"] == 0 and method in NEIGHBOURHOOD_SAMPLERS:
+        if record["n_added"] == 0 and spec.stops_when_empty:
             # Borderline SMOTE with no fraud in danger, ADASYN with no fraud that
             # has a normal neighbour: what they find does not depend on the amount,
             # so one neighbour search says it for every amount.
@@ -158,120 +159,193 @@ def stage_fit_detector(
 def _fit_one_detector(
     data: dict[str, Any],
     split: int,
-    method: str,
+    method: Method,
     config: PipelineConfig,
     *,
-    n_minority: int | None = None,
-    n_majority: int | None = None,
+    amount: int | None,
     sampler_seed: int,
     detector_seed: int,
     scores_path: Path,
     model_path: Path | None,
     gan_dir: str | Path | None,
+    generator: Any,
 ) -> dict[str, Any]:
-    """One detector at one amount: ``n_minority`` fraud rows to reach by
-    oversampling, or ``n_majority`` legitimate rows to keep by undersampling
-    (neither: no resampling)."""
-    from sklearn.metrics import average_precision_score
-
-    from pipeline.evaluation.metrics import choose_threshold
-    from pipeline.resampling.methods import (
-        added_size,
-        feature_importance,
-        fit_detection_pipeline,
-        fit_detector_on_workers,
-        fit_workers,
-        fraud_scores,
-        make_detection_pipeline,
-        make_detector,
-        make_sampler,
-        resampled_size,
-        synthetic_share,
-        was_reused,
+    """One detector at one amount (fraud rows to reach, legitimate rows to keep,
+    or None), in four steps: build the sampler and the detector, fit, score,
+    record."""
+    sampler, detector = _build(
+        data, method, config, amount, sampler_seed, detector_seed, gan_dir, generator
     )
-
-    y_train = data["train"]["y"]
-    transformer = data["transformer"]
-    train_weight = data["train"]["weight"]
-    share = synthetic_share(y_train, train_weight)
-    sampler = make_sampler(
+    start = time.perf_counter()
+    resampled, fitted = _fit(data, method, config, sampler, detector, scores_path)
+    fit_seconds = time.perf_counter() - start
+    scores = _score(data, split, method.name, detector, scores_path)
+    if model_path is not None:
+        with atomic_path(model_path, suffix=".ubj") as tmp:
+            detector.save_model(tmp)
+    return _record(
+        data,
+        split,
         method,
-        config.evaluation,
-        random_state=sampler_seed,
-        gan=config.gan,
-        gan_dir=gan_dir,
-        n_minority=n_minority,
-        n_majority=n_majority,
-        categorical_features=transformer.categorical_features,
-        n_features=len(transformer.feature_names),
+        config,
+        amount=amount,
+        detector=detector,
+        resampled=resampled,
+        fitted=fitted,
+        scores=scores,
+        fit_seconds=fit_seconds,
+        scores_path=scores_path,
+        model_path=model_path,
     )
-    val_weight = data["validation"]["weight"]
+
+
+def _build(
+    data, method, config, amount, sampler_seed, detector_seed, gan_dir, generator
+):
+    """The method's sampler at ``amount`` (None: it resamples nothing) and the
+    shared detector (its frauds weighed up when the method reweights)."""
+    from pipeline.detector.model import make_detector
+    from pipeline.resampling.method import BuildContext
+
+    transformer = data["transformer"]
+    sampler = None
+    if method.build is not None:
+        sampler = method.build(
+            BuildContext(
+                evaluation=config.evaluation,
+                random_state=sampler_seed % 2**31,
+                n_minority=amount if method.amount == "added" else None,
+                n_majority=amount if method.amount == "kept" else None,
+                categorical_features=list(transformer.categorical_features),
+                n_features=len(transformer.feature_names),
+                gan=config.gan,
+                gan_dir=None if gan_dir is None else str(gan_dir),
+                generator=generator,
+            )
+        )
     weight = None
-    if method == "class_weight":
-        # Reweight instead of resampling: negatives per positive in the training
-        # rows (those the sampled rows stand for, when sampled).
-        w = np.ones(len(y_train)) if train_weight is None else train_weight
-        weight = float(w[y_train == 0].sum() / max(w[y_train == 1].sum(), 1))
+    if method.reweights is not None:
+        weight = method.reweights(data["train"]["y"], data["train"]["weight"])
     detector = make_detector(
         config.detector,
         random_state=detector_seed,
         scale_pos_weight=weight,
         feature_types=transformer.feature_types,
     )
-    pipeline = make_detection_pipeline(sampler, detector)
-    start = time.perf_counter()
-    if data["train"]["X"] is None:  # read and trained on the Dask workers
-        fit_detector_on_workers(
-            pipeline,
-            data["train"]["read_block"],
-            data["train"]["rows"],
-            y_train,
-            data["validation"]["X"],
-            data["validation"]["y"],
-            sample_weight=train_weight,
-            eval_weight=val_weight,
+    return sampler, detector
+
+
+def _fit(data, method, config, sampler, detector, scores_path):
+    """Resample the training rows and fit the detector on them, early stopping on
+    the validation rows: ``(Resampled or None, Fitted)``; None when the training
+    rows are read and trained on the Dask workers (no resampling)."""
+    from pipeline.detector.fitting import fit_detector, fit_detector_on_workers
+    from pipeline.resampling.amounts import synthetic_share
+    from pipeline.resampling.resample import resample
+
+    train, validation = data["train"], data["validation"]
+    if train["X"] is None:  # inputs.load(train_features=False): on the workers
+        fitted = fit_detector_on_workers(
+            detector,
+            train["read_block"],
+            train["rows"],
+            train["y"],
+            validation["X"],
+            validation["y"],
+            sample_weight=train["weight"],
+            eval_weight=validation["weight"],
         )
-    else:
-        fit_detection_pipeline(
-            pipeline,
-            data["train"]["X"],
-            y_train,
-            data["validation"]["X"],
-            data["validation"]["y"],
-            # On sampled rows, each new row stands for 1 / share (amount_targets).
-            synthetic_weight=config.evaluation.synthetic_weight / share,
-            # Identical fits within the run (same rows, weights and settings) are
-            # done once; the folder goes with the other partial files.
-            reuse_dir=scores_path.parent / layout.FITS_DIR,
-            sample_weight=train_weight,
-            eval_weight=val_weight,
-            across_workers=config.detector.across_workers,
-        )
-    fit_seconds = time.perf_counter() - start
+        return None, fitted
+    transformer = data["transformer"]
+    # On sampled rows, each new row stands for 1 / share (amount_targets).
+    share = synthetic_share(train["y"], train["weight"])
+    resampled = resample(
+        sampler,
+        train["X"],
+        train["y"],
+        sample_weight=train["weight"],
+        synthetic_weight=config.evaluation.synthetic_weight / share,
+        check=not method.built_in,
+        categories={
+            j: len(transformer.features_[j]["categories"])
+            for j in transformer.categorical_features
+        },
+    )
+    fitted = fit_detector(
+        detector,
+        resampled.X,
+        resampled.y,
+        validation["X"],
+        validation["y"],
+        sample_weight=resampled.weight,
+        eval_weight=validation["weight"],
+        # Identical fits within the run (same rows, weights and settings) are
+        # done once; the folder goes with the other partial files.
+        reuse_dir=scores_path.parent / layout.FITS_DIR,
+        across_workers=config.detector.across_workers,
+    )
+    return resampled, fitted
+
+
+def _score(data, split, name, detector, scores_path) -> dict[str, np.ndarray]:
+    """The detector's fraud scores of the validation and test rows, saved to
+    ``scores_path``."""
+    from pipeline.detector.model import fraud_scores
+
     parts = []
     scores = {}
     for subset in ("validation", "test"):
-        scores[subset] = fraud_scores(pipeline, data[subset]["X"])
+        scores[subset] = fraud_scores(detector, data[subset]["X"])
         parts.append(
             pd.DataFrame(
                 {
                     "split": np.int32(split),
-                    "method": method,
+                    "method": name,
                     "subset": subset,
                     "row": data[subset]["rows"].astype(np.int64),
                     "score": scores[subset].astype(np.float64),
                 }
             )
         )
+    save_parquet(scores_path, pd.concat(parts, ignore_index=True))
+    return scores
+
+
+def _record(
+    data,
+    split,
+    method,
+    config,
+    *,
+    amount,
+    detector,
+    resampled,
+    fitted,
+    scores,
+    fit_seconds,
+    scores_path,
+    model_path,
+) -> dict[str, Any]:
+    """The fit's record: its amount, metrics on the test rows (the threshold
+    chosen on the validation rows), validation AUPRC, the detector's make."""
+    from sklearn.metrics import average_precision_score
+
+    from pipeline.detector.model import feature_importance
+    from pipeline.evaluation.metrics import choose_threshold
+    from pipeline.resampling.amounts import synthetic_share
+
+    train, validation, test = data["train"], data["validation"], data["test"]
+    y_train, train_weight = train["y"], train["weight"]
+    val_weight = validation["weight"]
     # The alert threshold is chosen on the validation rows, never on test.
     threshold = choose_threshold(
-        data["validation"]["y"], scores["validation"], sample_weight=val_weight
+        validation["y"], scores["validation"], sample_weight=val_weight
     )
     metrics = compute_metrics(
-        data["test"]["y"],
+        test["y"],
         scores["test"],
         threshold=threshold,
-        amount=data["test"]["amount"],
+        amount=test["amount"],
         review_cost=config.evaluation.review_cost,
     )
     # Its interval over bootstrap resamples of the test rows: for the chosen
@@ -281,59 +355,63 @@ def _fit_one_detector(
     top_k = {s: top_k_metrics(data, s, scores[s], k) for s in ("validation", "test")}
     if top_k["test"] is not None:
         metrics.update(top_k["test"])
-    xgb = pipeline.named_steps["xgb"]
-    if model_path is not None:
-        with atomic_path(model_path, suffix=".ubj") as tmp:
-            xgb.save_model(tmp)
-    save_parquet(scores_path, pd.concat(parts, ignore_index=True))
     # The minority/majority ratio the resampling reached (of the rows the
     # sampled rows stand for, when sampled).
+    share = synthetic_share(y_train, train_weight)
     n_legit, n_fraud = int((y_train == 0).sum()), int((y_train == 1).sum())
     stands_for = (
         n_legit if train_weight is None else float(train_weight[y_train == 0].sum())
     )
     ratio = None
-    if n_minority is not None:  # the new rows stand for 1 / share each
-        ratio = round((n_fraud + (n_minority - n_fraud) / share) / stands_for, 6)
-    elif n_majority is not None:
-        ratio = round(n_fraud / (n_majority * stands_for / n_legit), 6)
+    if amount is not None and method.amount == "added":
+        # the new rows stand for 1 / share each
+        ratio = round((n_fraud + (amount - n_fraud) / share) / stands_for, 6)
+    elif amount is not None and method.amount == "kept":
+        ratio = round(n_fraud / (amount * stands_for / n_legit), 6)
+    n_resampled = len(y_train) if resampled is None else len(resampled.y)
     record = {
-        "method": method,
+        "method": method.name,
         "split": split,
         "sampling_strategy": ratio,
-        "n_added": added_size(pipeline),
+        "n_added": 0 if resampled is None else resampled.n_added,
         "validation_auprc": float(
             average_precision_score(
-                data["validation"]["y"], scores["validation"], sample_weight=val_weight
+                validation["y"], scores["validation"], sample_weight=val_weight
             )
         ),
         "validation_precision_top_k": None
         if top_k["validation"] is None
         else top_k["validation"]["precision_top_k"],
         **metrics,
-        "scale_pos_weight": weight,
+        "scale_pos_weight": detector.get_params()["scale_pos_weight"],
         "sampled": data["sampled"],
         "n_train": int(len(y_train)),
-        "n_train_resampled": resampled_size(pipeline),
-        "best_iteration": int(getattr(xgb, "best_iteration", xgb.n_estimators - 1)),
+        "n_train_resampled": int(n_resampled),
+        "best_iteration": int(
+            getattr(detector, "best_iteration", detector.n_estimators - 1)
+        ),
         "fit_seconds": round(fit_seconds, 3),
-        "fit_workers": fit_workers(pipeline),
-        "reused_fit": was_reused(pipeline),
-        "feature_importance": feature_importance(xgb, transformer.feature_names),
+        "fit_workers": fitted.workers,
+        "reused_fit": fitted.reused,
+        "feature_importance": feature_importance(
+            detector, data["transformer"].feature_names
+        ),
         "scores_path": str(scores_path),
         "model_path": None if model_path is None else str(model_path),
     }
+    if not method.built_in:
+        record["plugin"] = method.source
     logger.info(
         "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
         split,
-        method,
+        method.name,
         (
             f"+{record['n_added']:>6,} rows"
-            if n_minority is not None
+            if method.amount == "added" and amount is not None
             else (
-                ""
-                if n_majority is None
-                else f"-{len(y_train) - record['n_train_resampled']:>6,} rows"
+                f"-{len(y_train) - n_resampled:>6,} rows"
+                if method.amount == "kept" and amount is not None
+                else ""
             )
         ),
         record["validation_auprc"],

@@ -185,8 +185,9 @@ def _fidelity(
     sampler_seed: int,
     gan_dir: str | Path | None,
 ) -> dict[str, Any]:
-    from pipeline.evaluation.fidelity import compute_fidelity
-    from pipeline.resampling.methods import amount_targets, make_sampler
+    from pipeline.evaluation.fidelity import REAL_TRAIN, compute_fidelity
+    from pipeline.resampling import registry
+    from pipeline.resampling.amounts import amount_targets
 
     split = inputs.split
     data = inputs.load()
@@ -204,8 +205,14 @@ def _fidelity(
     # the training period's own held-out frauds (the validation rows).
     reference = "validation" if config.split.mode == "rolling" else "test"
     test_frauds = data[reference]["X"][data[reference]["y"] == 1]
-    smote = make_sampler(
-        "smote",
+    # The interpolation every generator's rows are judged beside (SMOTE's), then
+    # the generators compared.
+    interpolation = registry.interpolation()
+    generators = [
+        m for m in map(registry.get, config.evaluation.methods) if m.generative
+    ]
+    sampler = registry.make_sampler(
+        interpolation,
         config.evaluation,
         random_state=sampler_seed,
         n_minority=int(y.sum()) + n_rows,
@@ -227,14 +234,26 @@ def _fidelity(
                 "split %d fidelity: %s failed: %s", split, source, failed[source]
             )
 
-    generate("smote", lambda: smote.fit_resample(X, y)[0][len(y) :])
-    if gan_dir is not None:
-        from pipeline.gan.storage import load_gan_once
+    generate(interpolation, lambda: sampler.fit_resample(X, y)[0][len(y) :])
+    for method in generators:
+        if method.uses_gan and gan_dir is not None:
+            from pipeline.gan.storage import load_gan_once
 
-        generate(
-            "cwgan_gp",
-            lambda: load_gan_once(gan_dir).sample(n_rows, random_state=sampler_seed),
-        )
+            generate(
+                method.name,
+                lambda: load_gan_once(gan_dir).sample(
+                    n_rows, random_state=sampler_seed
+                ),
+            )
+        elif not method.uses_gan:
+            from pipeline.resampling.plugins import train_generator
+
+            generate(
+                method.name,
+                lambda method=method: train_generator(
+                    method, inputs, data, sampler_seed
+                ).draw(n_rows),
+            )
     if failed:
         result["failed"] = failed
     if split == 0:  # the split the report draws
@@ -243,7 +262,7 @@ def _fidelity(
         result["views"] = fidelity_views(synthetic, test_frauds, transformer)
     # The floor: real training frauds judged the same way (DCR is 0 for them by
     # construction, so only the distribution metrics are meaningful).
-    synthetic["real_train"] = train_frauds
+    synthetic[REAL_TRAIN] = train_frauds
     # Out of time, the raw time column is left out of the comparison.
     keep = list(range(train_frauds.shape[1]))
     if reference == "validation":

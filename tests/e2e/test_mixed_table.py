@@ -177,6 +177,28 @@ def test_the_run_reads_the_tables_own_columns(mixed_run, mixed_frame, mixed_sche
         assert value == pytest.approx(record["auprc"], abs=1e-12)
 
 
+def test_plugin_methods_go_through_the_protocol_on_another_tables_shape(mixed_run):
+    """The test plugins' sampler, under-sampler and generator on categorical,
+    integer and datetime columns: each at its chosen amount, compared, the
+    generator's rows valid (every category the table's, counts whole: checked
+    before they reach a detector) and judged for fidelity by column kind."""
+    from tests.conftest import MIXED_PLUGINS
+
+    run_dir = _run_dir(mixed_run)
+    metrics = load_json(run_dir / "metrics.json")
+    assert mixed_run["status"] == "completed"
+    chosen = {r["method"]: r for r in metrics["results"]}
+    for method in MIXED_PLUGINS:
+        assert chosen[method]["plugin"] == "fraudaug-test-plugins 1.0"
+        assert chosen[method]["amount_search"]
+    assert chosen["independent"]["n_added"] > 0
+    assert chosen["half_under"]["n_train_resampled"] < chosen["half_under"]["n_train"]
+    per_column = metrics["fidelity"]["independent"]["per_column"]
+    assert "tvd" in per_column["channel"] and "ks" in per_column["amount"]
+    compared = {c["method"] for c in metrics["comparison"]["comparisons"]}
+    assert set(MIXED_PLUGINS) <= compared
+
+
 def test_the_report_speaks_the_tables_names(mixed_run):
     html = (_run_dir(mixed_run) / "report.html").read_text()
     assert 'id="schema-summary"' in html and "is_fraud" in html

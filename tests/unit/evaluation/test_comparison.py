@@ -10,7 +10,7 @@ from pipeline.evaluation.comparison import (
     verdict_line,
 )
 from pipeline.evaluation.metrics import split_rho
-from tests.helpers import recompute_comparisons
+from tests.helpers import ROLES, recompute_comparisons
 
 # 60/20/20 of 1,000 rows: rho = 200 / (600 + 200) = 0.25.
 ROWS = {"n_train": 600, "n_test": 200}
@@ -49,7 +49,9 @@ def test_every_field_recomputes_from_the_differences_rho_and_rope():
         diffs = list(shift + rng.normal(0, 0.012, n))
         others = {"adasyn": list(rng.normal(0, 0.02, n)), "tie": [0.0] * n}
         comparison = compare_methods(
-            _results(diffs, others), ("smote", "adasyn"), rope=0.01
+            _results(diffs, others),
+            {**ROLES, "compared": ("smote", "adasyn")},
+            rope=0.01,
         )
         assert comparison["rho"] == pytest.approx(0.25)
         assert all(c["rope"] == 0.01 for c in comparison["comparisons"])
@@ -116,7 +118,7 @@ def test_three_noisy_splits_are_undecided_and_say_what_would_decide():
 
 def test_a_consistent_gain_beyond_the_rope_is_better_and_headlined():
     comparison = compare_methods(
-        _results([0.04, 0.041, 0.039, 0.04, 0.042, 0.04]), ("smote",), rope=0.01
+        _results([0.04, 0.041, 0.039, 0.04, 0.042, 0.04]), ROLES, rope=0.01
     )
     gan = next(
         c
@@ -137,7 +139,7 @@ def test_a_consistent_gain_beyond_the_rope_is_better_and_headlined():
 
 def test_a_difference_inside_the_rope_is_equivalent_not_just_not_significant():
     tiny = [0.001, -0.001, 0.0005, -0.0005, 0.001, 0.0, -0.001, 0.0005, 0.0, 0.0]
-    comparison = compare_methods(_results(tiny), ("smote",), rope=0.01)
+    comparison = compare_methods(_results(tiny), ROLES, rope=0.01)
     assert comparison["decision"]["decision"] == "equivalent"
     assert comparison["headline"].startswith(
         "No method is better than no resampling (none) with P ≥ 0.95. cwgan_gp and "
@@ -147,7 +149,7 @@ def test_a_difference_inside_the_rope_is_equivalent_not_just_not_significant():
 
 def test_a_clear_loss_is_worse():
     comparison = compare_methods(
-        _results([-0.05, -0.06, -0.055, -0.05, -0.052, -0.058]), ("smote",), rope=0.01
+        _results([-0.05, -0.06, -0.055, -0.05, -0.052, -0.058]), ROLES, rope=0.01
     )
     assert comparison["decision"]["decision"] == "worse"
     assert (
@@ -163,7 +165,7 @@ def test_holm_adjusts_the_runs_family_of_lines():
     noise = {
         f"m{i}": list(np.random.default_rng(i).normal(0, 0.02, 6)) for i in range(6)
     }
-    comparison = compare_methods(_results(diffs, noise), ("smote",), rope=0.01)
+    comparison = compare_methods(_results(diffs, noise), ROLES, rope=0.01)
     gan = next(
         c
         for c in comparison["comparisons"]
@@ -173,7 +175,7 @@ def test_holm_adjusts_the_runs_family_of_lines():
 
 
 def test_one_split_says_so():
-    single = compare_methods(_results([0.05]), ("smote",), rope=0.01)
+    single = compare_methods(_results([0.05]), ROLES, rope=0.01)
     assert single["headline"].startswith("One split only")
     assert single["decision"] is None
     (gan,) = [c for c in single["comparisons"] if c["method"] == "cwgan_gp"][:1]
@@ -183,7 +185,7 @@ def test_one_split_says_so():
 
 def test_out_of_time_folds_are_called_folds():
     comparison = compare_methods(
-        _results([0.01, -0.012, 0.004]), ("smote",), rope=0.02, unit="fold"
+        _results([0.01, -0.012, 0.004]), ROLES, rope=0.02, unit="fold"
     )
     assert "undecided after 3 folds" in comparison["headline"]
     assert "splits" not in comparison["headline"]

@@ -8,7 +8,7 @@ from pipeline.core.config import load_config
 from pipeline.data.schema import KAGGLE
 from pipeline.evaluation.amounts import choose_amounts
 from pipeline.evaluation.run_metrics import build_metrics, is_random_split_of
-from tests.helpers import amount_grid
+from tests.helpers import ROLES, amount_grid
 
 
 def _fidelity(split):
@@ -47,6 +47,8 @@ def built():
         folds=None,
         cached_stages=["ingest"],
         environment={"python": "3.11"},
+        methods=[{"name": m, "source": "built-in"} for m in config.evaluation.methods],
+        roles=ROLES,
     )
     return metrics
 

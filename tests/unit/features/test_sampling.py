@@ -44,14 +44,11 @@ def test_a_samplers_new_rows_are_drawn_at_the_share_and_weighted_back():
     legitimate rows' share and each stands for 1 / share, so a resampled fit
     stays near the budget's size."""
     from pipeline.core.config import load_config
-    from pipeline.resampling.methods import (
-        amount_targets,
-        fit_detection_pipeline,
-        make_detection_pipeline,
-        make_detector,
-        make_sampler,
-        synthetic_share,
-    )
+    from pipeline.detector.fitting import fit_detector
+    from pipeline.detector.model import make_detector
+    from pipeline.resampling.amounts import amount_targets, synthetic_share
+    from pipeline.resampling.registry import make_sampler
+    from pipeline.resampling.resample import resample
 
     rng = np.random.default_rng(3)
     y_all = (rng.random(40_000) < 0.01).astype(int)
@@ -75,7 +72,6 @@ def test_a_samplers_new_rows_are_drawn_at_the_share_and_weighted_back():
         load_config("smoke").detector.model_copy(update={"n_estimators": 5}),
         random_state=0,
     )
-    pipe = make_detection_pipeline(sampler, detector)
     seen = {}
     original_fit = detector.fit
 
@@ -84,14 +80,16 @@ def test_a_samplers_new_rows_are_drawn_at_the_share_and_weighted_back():
         return original_fit(X_fit, y_fit, sample_weight=sample_weight, **kw)
 
     detector.fit = spy
-    fit_detection_pipeline(
-        pipe,
-        X,
-        y,
+    resampled = resample(
+        sampler, X, y, sample_weight=weight, synthetic_weight=1.0 / share
+    )
+    fit_detector(
+        detector,
+        resampled.X,
+        resampled.y,
         X[:500],
         y[:500],
-        sample_weight=weight,
-        synthetic_weight=1.0 / share,
+        sample_weight=resampled.weight,
     )
     added = seen["weight"][len(y) :]
     assert len(added) == in_sample[-1] - n_fraud

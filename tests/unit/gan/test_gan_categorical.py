@@ -173,7 +173,7 @@ def test_gan_sampler_with_categorical_features(mixed_space):
 @pytest.mark.parametrize("method", ["smote", "borderline_smote", "adasyn", "smote_enn"])
 def test_the_smote_family_never_hands_over_a_fractional_category(mixed_space, method):
     from pipeline.core.config import EvaluationConfig
-    from pipeline.resampling.methods import make_sampler
+    from pipeline.resampling.registry import make_sampler
 
     X, y, transformer = mixed_space
     cats = transformer.categorical_features

@@ -3,26 +3,36 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.core.config import METHODS, load_config
+from pipeline.core.config import load_config
 from pipeline.core.errors import ConfigError
 from pipeline.core.memory import LastAnswers
+from pipeline.detector.fitting import fit_detector
+from pipeline.detector.model import fraud_scores, make_detector
 from pipeline.evaluation.metrics import compute_metrics
-from pipeline.resampling.methods import (
-    NOT_RESAMPLED,
-    UNDER_SAMPLERS,
-    added_rows,
-    added_size,
-    amount_targets,
-    fit_detection_pipeline,
-    fraud_scores,
-    keep_targets,
-    make_detection_pipeline,
-    make_detector,
-    make_sampler,
-    resampled_size,
-    was_reused,
-)
+from pipeline.resampling import registry
+from pipeline.resampling.amounts import amount_targets, keep_targets
+from pipeline.resampling.registry import make_sampler
+from pipeline.resampling.resample import added_rows, resample
 from tests.helpers import TINY_GAN as TINY
+
+METHODS = registry.built_in_names()
+ADDS_ROWS = [m.name for m in registry.built_in_methods() if m.amount == "added"]
+
+
+def _fit(sampler, detector, X_tr, y_tr, X_va, y_va, **kwargs):
+    """A method's detector as the fit stage makes it: resample, then fit."""
+    weight = kwargs.pop("synthetic_weight", 1.0)
+    resampled = resample(sampler, X_tr, y_tr, synthetic_weight=weight)
+    fitted = fit_detector(
+        detector,
+        resampled.X,
+        resampled.y,
+        X_va,
+        y_va,
+        sample_weight=resampled.weight,
+        **kwargs,
+    )
+    return resampled, fitted
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +77,9 @@ def test_every_method_fits_and_scores_real_rows_only(split_data, method):
         "smoke", overrides={"gan": TINY, "detector": {"n_estimators": 30}}
     )
     sampler = make_sampler(method, config.evaluation, random_state=1, gan=config.gan)
-    pipe = make_detection_pipeline(
-        sampler, make_detector(config.detector, random_state=2)
-    )
-    fit_detection_pipeline(pipe, X_tr, y_tr, X_va, y_va)
-    scores = fraud_scores(pipe, X_te)
+    detector = make_detector(config.detector, random_state=2)
+    resampled, _ = _fit(sampler, detector, X_tr, y_tr, X_va, y_va)
+    scores = fraud_scores(detector, X_te)
     # The sampler acts in fit only: every scored row is a real test row.
     assert scores.shape == (len(y_te),)
     assert ((scores >= 0) & (scores <= 1)).all()
@@ -81,19 +89,17 @@ def test_every_method_fits_and_scores_real_rows_only(split_data, method):
         X_res, _ = make_sampler(
             method, config.evaluation, random_state=1, gan=config.gan
         ).fit_resample(X_tr, y_tr)
-        assert resampled_size(pipe) == len(X_res) != len(y_tr)
-        if method in UNDER_SAMPLERS:  # removes legitimate rows, adds none
-            assert added_size(pipe) == 0 and len(X_res) < len(y_tr)
+        assert len(resampled.y) == len(X_res) != len(y_tr)
+        if registry.get(method).amount == "kept":  # removes legitimate rows only
+            assert resampled.n_added == 0 and len(X_res) < len(y_tr)
         else:
-            assert 0 < added_size(pipe) <= len(X_res) - (y_tr == 1).sum()
+            assert 0 < resampled.n_added <= len(X_res) - (y_tr == 1).sum()
     else:
-        assert resampled_size(pipe) == len(y_tr)
-        assert added_size(pipe) == 0
+        assert len(resampled.y) == len(y_tr)
+        assert resampled.n_added == 0
 
 
-@pytest.mark.parametrize(
-    "method", [m for m in METHODS if m not in NOT_RESAMPLED + UNDER_SAMPLERS]
-)
+@pytest.mark.parametrize("method", ADDS_ROWS)
 def test_every_sampler_adds_the_rows_it_is_asked_for(split_data, method):
     X_tr, y_tr, *_ = split_data
     config = load_config("smoke", overrides={"gan": TINY})
@@ -107,7 +113,7 @@ def test_every_sampler_adds_the_rows_it_is_asked_for(split_data, method):
         # Added rows are new minority rows; every original fraud is still there
         # unless a cleaner removed it.
         assert (y_res[added] == 1).all()
-        if method in ("smote_tomek", "smote_enn"):
+        if registry.get(method).family == "combined":  # then cleaned
             assert added.sum() <= target - n_min
         elif method == "adasyn":  # ADASYN rounds per neighbourhood
             assert added.sum() == pytest.approx(target - n_min, rel=0.25)
@@ -162,12 +168,17 @@ def test_added_rows_can_weigh_less_than_real_ones(split_data):
     config = load_config("smoke", overrides={"detector": {"n_estimators": 30}})
     scores = {}
     for weight in (1.0, 0.2):
-        pipe = make_detection_pipeline(
+        detector = make_detector(config.detector, random_state=2)
+        _fit(
             make_sampler("smote", config.evaluation, random_state=1),
-            make_detector(config.detector, random_state=2),
+            detector,
+            X_tr,
+            y_tr,
+            X_va,
+            y_va,
+            synthetic_weight=weight,
         )
-        fit_detection_pipeline(pipe, X_tr, y_tr, X_va, y_va, synthetic_weight=weight)
-        scores[weight] = fraud_scores(pipe, X_te)
+        scores[weight] = fraud_scores(detector, X_te)
     # Lighter synthetic frauds: lower fraud scores overall.
     assert scores[0.2].mean() < scores[1.0].mean()
 
@@ -182,20 +193,25 @@ def test_a_fit_on_the_same_rows_is_reused_not_repeated(split_data, tmp_path):
     config = load_config("smoke", overrides={"detector": {"n_estimators": 40}})
 
     def fit(method, **kwargs):
-        pipe = make_detection_pipeline(
+        detector = make_detector(config.detector, random_state=2)
+        _, fitted = _fit(
             make_sampler(method, config.evaluation, random_state=1, **kwargs),
-            make_detector(config.detector, random_state=2),
+            detector,
+            X_tr,
+            y_tr,
+            X_va,
+            y_va,
+            reuse_dir=tmp_path,
         )
-        fit_detection_pipeline(pipe, X_tr, y_tr, X_va, y_va, reuse_dir=tmp_path)
-        return pipe
+        return detector, fitted
 
-    first, again = fit("smote"), fit("smote")
-    assert not was_reused(first) and was_reused(again)
+    (first, fitted), (again, refitted) = fit("smote"), fit("smote")
+    assert not fitted.reused and refitted.reused
     np.testing.assert_array_equal(fraud_scores(first, X_te), fraud_scores(again, X_te))
-    assert again[-1].best_iteration == first[-1].best_iteration
+    assert again.best_iteration == first.best_iteration
     # Other rows (another amount) are fitted, not reused.
     target = amount_targets(y_tr, config.evaluation)[0]
-    assert not was_reused(fit("smote", n_minority=target))
+    assert not fit("smote", n_minority=target)[1].reused
 
 
 @pytest.mark.parametrize("strategy", [0.1, "dict"])
@@ -209,7 +225,7 @@ def test_smotenc_on_the_frauds_alone_gives_imbalanced_learns_rows_exactly(
 
     from pipeline.data.detection import detect_schema
     from pipeline.features.transformer import TabularTransformer
-    from pipeline.resampling.methods import DenseNearestNeighbors, MinoritySMOTENC
+    from pipeline.resampling.samplers import DenseNearestNeighbors, MinoritySMOTENC
 
     schema, _ = detect_schema(
         mixed_frame, label="is_fraud", time="tx_datetime", amount="amount"
@@ -410,7 +426,7 @@ def test_smote_tomek_and_enn_reuse_smotes_rows_at_the_same_amount(
 def test_a_sampler_drawing_from_a_random_state_object_is_never_remembered(
     split_data, resamples
 ):
-    from pipeline.resampling.methods import RememberedSMOTE
+    from pipeline.resampling.samplers import RememberedSMOTE
 
     X, y = split_data[0], split_data[1]
     rng = np.random.RandomState(0)

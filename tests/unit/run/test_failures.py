@@ -13,7 +13,7 @@ from pipeline.evaluation.amounts import (
     failures_line,
     separate_failures,
 )
-from pipeline.resampling.methods import TolerantADASYN
+from pipeline.resampling.samplers import TolerantADASYN
 
 
 def _burst(n_normal=300, n_fraud=30, seed=0):
@@ -105,18 +105,23 @@ def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
     """One method's sampler raises: the other methods, the comparison, the report,
     the registry and the index go on; the method is marked failed with its
     one-line reason."""
+    import dataclasses
+
     import pipeline.evaluation.fidelity
-    import pipeline.resampling.methods
     from flows.fraud_flow import fraud_augmentation
+    from pipeline.resampling import registry
 
-    real = pipeline.resampling.methods.make_sampler
+    real = registry.built_in_methods
 
-    def make_sampler(method, *args, **kwargs):
-        if method == "smote":
-            return _Exploding()
-        return real(method, *args, **kwargs)
+    def built_in_methods():
+        return tuple(
+            dataclasses.replace(m, build=lambda context: _Exploding())
+            if m.name == "smote"
+            else m
+            for m in real()
+        )
 
-    monkeypatch.setattr(pipeline.resampling.methods, "make_sampler", make_sampler)
+    monkeypatch.setattr(registry, "built_in_methods", built_in_methods)
 
     def views(*args, **kwargs):  # what failed a 22M-row run's fidelity stage
         raise ValueError("zero-size array to reduction operation maximum")

@@ -1,5 +1,5 @@
 """A detector fit across the workers of a Dask cluster
-(``pipeline.resampling.distributed``): when it happens, that it gives the one-process
+(``pipeline.detector.distributed``): when it happens, that it gives the one-process
 fit's figures within XGBoost's distributed tolerance, and that it holds a per-worker
 memory limit the one-process fit exceeds."""
 
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pipeline.resampling import distributed
-from pipeline.resampling.distributed import spread_workers, task_bytes
+from pipeline.detector import distributed
+from pipeline.detector.distributed import spread_workers, task_bytes
 
 GB = 2**30
 
