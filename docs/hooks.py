@@ -215,7 +215,8 @@ def methods_reference() -> str:
         "",
         "Generated from `pipeline.resampling.registry`, in report order.",
         "",
-        "| method | family | amount | neighbours | categorical columns | what it does |",
+        "| method | family | amount | neighbours | categorical columns | "
+        "what it does |",
         "|---|---|---|---|---|---|",
     ]
     for m in registry.built_in_methods():

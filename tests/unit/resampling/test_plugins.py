@@ -198,11 +198,24 @@ def test_plugins_go_through_the_whole_protocol_and_a_broken_one_costs_itself(
     }
     assert set(GOOD) <= compared
     assert 0.5 <= metrics["fidelity"]["independent"]["c2st_auc"] <= 1.0
+    # The broken generator's rows failed in the fidelity stage too: said, not fatal.
+    assert "lost_column" not in metrics["fidelity"]
+    assert "lost_column (split 0)" in metrics["fidelity"]["failed"]
+    assert {(f["method"], f["left_out"]) for f in metrics["failures"]} == {
+        (name, True) for name in BROKEN
+    }
+    assert metrics["registry"]["challenger"]["method"] in ["none", "smote", *GOOD]
     report = (reports / "latest" / "report.html").read_text()
     assert PLUGIN in report and 'data-source="independent"' in report
+    assert 'id="failures"' in report and "the plugin gave up" in report
+    assert "failed — left out of the comparison" in report
+    assert 'id="fidelity-failed"' in report
     for name in BROKEN:
         assert name in report
+    assert (reports / "index.html").is_file()
     (tracked,) = mlflow_runs_named(result["run_id"], uri=uri)
+    assert tracked.info.status == "FINISHED"
+    assert tracked.data.tags["fraudaug.status"] == "completed_with_failures"
     assert tracked.data.tags["fraudaug.plugins"] == (
         "bootstrap_over, half_under, independent, lost_column, not_importable, "
         f"raising, shuffled: {PLUGIN}"

@@ -6,7 +6,6 @@ import pytest
 # Imported here, not under a test's captured stderr: importing Prefect sets up its
 # log handlers on the stderr of that moment.
 import flows.fraud_flow
-from pipeline.core.artifacts import load_json
 from pipeline.core.errors import one_line
 from pipeline.evaluation.amounts import (
     failed_methods,
@@ -90,84 +89,8 @@ def test_a_method_that_failed_on_a_split_is_left_out_whole():
     )
 
 
-class _Exploding:
-    """A sampler that raises inside the fit, as imbalanced-learn's do on data
-    they cannot handle."""
-
-    def fit_resample(self, X, y):
-        raise RuntimeError("the sampler gave up\nsecond line")
-
-
-@pytest.mark.slow
-def test_a_run_whose_sampler_raises_completes_with_that_method_failed(
-    harness, sample_path, tmp_path, monkeypatch
-):
-    """One method's sampler raises: the other methods, the comparison, the report,
-    the registry and the index go on; the method is marked failed with its
-    one-line reason."""
-    import dataclasses
-
-    import pipeline.evaluation.fidelity
-    from flows.fraud_flow import fraud_augmentation
-    from pipeline.resampling import registry
-
-    real = registry.built_in_methods
-
-    def built_in_methods():
-        return tuple(
-            dataclasses.replace(m, build=lambda context: _Exploding())
-            if m.name == "smote"
-            else m
-            for m in real()
-        )
-
-    monkeypatch.setattr(registry, "built_in_methods", built_in_methods)
-
-    def views(*args, **kwargs):  # what failed a 22M-row run's fidelity stage
-        raise ValueError("zero-size array to reduction operation maximum")
-
-    monkeypatch.setattr(pipeline.evaluation.fidelity, "fidelity_views", views)
-    reports = tmp_path / "reports"
-    result = fraud_augmentation(
-        data_path=str(sample_path),
-        profile="smoke",
-        reports_dir=str(reports),
-        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
-        overrides={
-            "data": {"cache_dir": str(tmp_path / "cache")},
-            "evaluation": {"methods": ["none", "random_over", "smote"]},
-            "detector": {"n_estimators": 60},
-        },
-    )
-    assert result["status"] == "completed_with_failures"
-    assert result["failed_methods"] == {
-        "smote": "split 0: RuntimeError: the sampler gave up"
-    }
-    metrics = load_json(reports / "latest" / "metrics.json")
-    assert metrics["status"] == "completed_with_failures"
-    assert {(f["method"], f["reason"], f["left_out"]) for f in metrics["failures"]} == {
-        ("smote", "RuntimeError: the sampler gave up", True)
-    }
-    assert {s["method"] for s in metrics["summary"]} == {"none", "random_over"}
-    assert metrics["registry"]["challenger"]["method"] in ("none", "random_over")
-    report = (reports / "latest" / "report.html").read_text()
-    assert 'id="failures"' in report and "the sampler gave up" in report
-    assert "failed — left out of the comparison" in report
-    # The fidelity stage's SMOTE rows failed the same way: said, not fatal.
-    assert 'id="fidelity-failed"' in report and "smote" not in metrics["fidelity"]
-    # The whole fidelity stage failing is said too, and costs nothing else.
-    assert metrics["fidelity"]["failed"]["fidelity (split 0)"].startswith(
-        "ValueError: zero-size array"
-    )
-    assert (reports / "index.html").is_file()
-    from tests.helpers import mlflow_runs_named
-
-    (tracked,) = mlflow_runs_named(
-        result["run_id"], uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
-    )
-    assert tracked.info.status == "FINISHED"
-    assert tracked.data.tags["fraudaug.status"] == "completed_with_failures"
-    assert tracked.data.tags["fraudaug.failed_methods"] == "smote"
+# A run whose plugin methods fail completes without them (report, registry,
+# MLflow): tests/unit/resampling/test_plugins.py, on the real sample.
 
 
 def test_the_command_exits_3_with_one_line_when_a_method_failed(

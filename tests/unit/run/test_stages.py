@@ -80,3 +80,33 @@ def test_a_fit_scores_every_validation_and_test_row_of_its_split(prepared, metho
         # Split 0's detectors are kept: the registry's challenger comes from one.
         assert scores_path.with_name(f"{scores_path.stem}-{i}.ubj").is_file()
     forget_answers()
+
+
+def test_a_failed_fidelity_stage_is_said_and_costs_nothing_else(prepared, monkeypatch):
+    """What failed a 22M-row run's fidelity stage: the split's fidelity says why,
+    and the run's summary carries it."""
+    import pipeline.evaluation.fidelity
+    from pipeline.evaluation.fidelity import summarise_fidelity
+    from pipeline.run.train import stage_fidelity
+
+    def views(*args, **kwargs):
+        raise ValueError("zero-size array to reduction operation maximum")
+
+    monkeypatch.setattr(pipeline.evaluation.fidelity, "fidelity_views", views)
+    inputs = SplitInputs(
+        prepared["frame_path"],
+        prepared["splits_path"],
+        prepared["transformer_paths"][0],
+        0,
+    )
+    result = stage_fidelity(inputs, prepared["config"], sampler_seed=1, gan_dir=None)
+    assert result == {
+        "split": 0,
+        "failed": {
+            "fidelity": "ValueError: zero-size array to reduction operation maximum"
+        },
+    }
+    assert summarise_fidelity([result])["failed"] == {
+        "fidelity (split 0)": "ValueError: zero-size array to reduction operation "
+        "maximum"
+    }
