@@ -5,6 +5,8 @@ option and no figure is typed by hand twice.
   every module of it rendered by mkdocstrings from its docstrings;
 * ``cli.md``: the command reference appended from ``flows.cli.build_parser()``;
 * ``methods.md``: the built-in methods appended from the method registry;
+* ``metrics-schema.md`` (and ``metrics.schema.json``): the JSON Schema of
+  ``metrics.json``, from the models that write it;
 * ``results.md``: every ``benchmarks/results/*.json`` as tables (their charts
   beside it, ``results/*.svg``).
 """
@@ -181,7 +183,62 @@ def results_page() -> str:
     return "\n".join(lines)
 
 
+def metrics_schema_page() -> str:
+    """``metrics-schema.md``: how to read ``metrics.json`` from a dashboard, then
+    its JSON Schema, generated from the models that write it
+    (``pipeline.evaluation.records``); the schema also as a file beside it."""
+    from pipeline.evaluation.records import metrics_json_schema
+
+    schema = json.dumps(metrics_json_schema(), indent=2)
+    return "\n".join(
+        [
+            "# metrics.json: its schema",
+            "",
+            "Every run writes `reports/<run_id>/metrics.json`; a dashboard reads",
+            "it as plain JSON. Its shape is owned by typed models: every key is",
+            "declared once, a run that would write a key no model owns fails",
+            "instead of writing it, and `schema_version` changes when a key",
+            "changes meaning.",
+            "",
+            "In Python, read and check one with the models:",
+            "",
+            "```python",
+            "from pipeline.evaluation.records import load_metrics",
+            "",
+            'metrics = load_metrics("reports/latest/metrics.json")',
+            "print(metrics.comparison.headline)",
+            "for fit in metrics.results:",
+            "    print(fit.method, fit.split, fit.auprc)",
+            "```",
+            "",
+            "From another language, validate against the JSON Schema:",
+            "[metrics.schema.json](metrics.schema.json) (JSON Schema draft 2020-12).",
+            "",
+            "## Reference",
+            "",
+            "Generated from `pipeline.evaluation.records.RunMetrics`.",
+            "",
+            "```json",
+            schema,
+            "```",
+            "",
+        ]
+    )
+
+
 def on_files(files, config):
+    from pipeline.evaluation.records import metrics_json_schema
+
+    files.append(
+        File.generated(config, "metrics-schema.md", content=metrics_schema_page())
+    )
+    files.append(
+        File.generated(
+            config,
+            "metrics.schema.json",
+            content=json.dumps(metrics_json_schema(), indent=2),
+        )
+    )
     for package in [*PACKAGES, "flows"]:
         files.append(
             File.generated(config, f"api/{package}.md", content=api_page(package))

@@ -216,6 +216,25 @@ def _check_dask_workers(*, read: list[str], write: list[str]) -> None:
     )
 
 
+def _forget_on_workers() -> None:
+    """On a Dask cluster, what each worker process remembered of this run (the
+    splits' rows, GANs, SMOTE's rows, neighbours) is forgotten there too: a
+    cluster that outlives the run (``--dask-address``) would otherwise hold it
+    until the next. Best effort: a worker that fails to is left as it is."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    runner = context.task_runner if context else None
+    if type(runner).__name__ != "DaskTaskRunner" or interrupts.requested():
+        return
+    try:
+        runner.client.run(forget_answers, wait=True, on_error="return")
+    except Exception:  # the cluster is gone or going: nothing is held there
+        logging.getLogger(__name__).debug(
+            "could not empty the Dask workers' caches", exc_info=True
+        )
+
+
 class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
     """Prefect's thread pool, except that a stopped run (Ctrl-C, SIGTERM) does not
     wait for the fits still running in its threads: Python cannot interrupt them,
@@ -580,6 +599,7 @@ def _tracked_run(
         status = "KILLED" if interrupts.stopped_by(exc) else "FAILED"
         raise
     finally:
+        _forget_on_workers()
         forget_answers()  # the splits' rows, GANs, new rows, neighbours
         tracking.finish_tracking(mlflow_run, status)
         folders.release_lock(run["run_dir"])

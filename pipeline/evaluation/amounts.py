@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.evaluation.records import Failure
+
 AMOUNT_RULES = ("per_split", "pooled")
 
 
@@ -37,6 +39,8 @@ def separate_failures(fits: list[dict]) -> tuple[list[dict], list[dict]]:
         for failed in fit.get("failed", [])
     ]
     failures.sort(key=lambda f: (f["method"], f["split"]))
+    for failure in failures:
+        Failure.model_validate(failure)  # every key has its owner
     return [f for f in fits if f["method"] not in left_out], failures
 
 

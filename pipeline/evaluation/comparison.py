@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation.metrics import METRIC_LABELS, split_rho, summarise
+from pipeline.evaluation.records import Comparison
 from pipeline.evaluation.statistics import (
     DECISION_LEVEL,
     corrected_t_interval,
@@ -344,7 +345,7 @@ def compare_methods(
             against_none.values(), key=lambda c: summary[c["method"]][f"{metric}_mean"]
         )
     decided = focus is not None and focus["p_better"] is not None
-    return {
+    result = {
         "metric": metric,
         "rope": rope,
         "rho": rho,
@@ -358,6 +359,8 @@ def compare_methods(
             comparisons, focus if decided else None, metric, reference
         ),
     }
+    Comparison.model_validate(result)  # every key has its owner
+    return result
 
 
 def random_split_reference(run: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -20,13 +20,13 @@ from pipeline.core.artifacts import (
     load_parquet,
     load_parquet_rows,
     package_versions,
-    save_json,
     save_text,
     write_manifest,
 )
 from pipeline.core.config import PipelineConfig
 from pipeline.data.schema import KAGGLE, SCHEMA_FILE, TableSchema
 from pipeline.evaluation.metrics import REGISTERED_METRICS
+from pipeline.evaluation.records import save_metrics
 from pipeline.features.rows import (
     SplitInputs,
     features_but_raw_time,
@@ -233,7 +233,7 @@ def stage_monitor_only(
     if mlflow_run is not None:
         metrics["tracking"] = dict(mlflow_run)
     save_text(run_dir / layout.REPORT_FILE, render_monitor_page(metrics))
-    save_json(run_dir / layout.METRICS_FILE, metrics)  # last: the run is finished
+    save_metrics(run_dir / layout.METRICS_FILE, metrics)  # last: the run is finished
     if mlflow_run is not None:
         from pipeline.registry.tracking import log_results
 
@@ -314,7 +314,7 @@ def stage_report(
     run_dir, reports_dir = Path(run_dir), Path(reports_dir)
     if mlflow_run is not None:
         metrics = {**metrics, "tracking": dict(mlflow_run)}
-    save_json(run_dir / layout.METRICS_FILE, metrics)
+    metrics = save_metrics(run_dir / layout.METRICS_FILE, metrics)
     histories = _gan_histories(metrics)
     _write_report_page(run_dir, metrics, histories, predictions_path, data, schema)
     write_manifest(

@@ -26,6 +26,7 @@ from pipeline.core.errors import ConfigError, TrainingError, one_line
 from pipeline.core.memory import release_free_memory
 from pipeline.data.schema import TableSchema
 from pipeline.evaluation.metrics import compute_metrics
+from pipeline.evaluation.records import FitRecord
 from pipeline.evaluation.topk import top_k_metrics
 from pipeline.features.rows import SplitInputs
 from pipeline.resampling.method import Method
@@ -401,6 +402,8 @@ def _record(
     }
     if not method.built_in:
         record["plugin"] = method.source
+    # Every key has its owner (FitRecord): one misspelt or untyped fails here.
+    FitRecord.model_validate(record)
     logger.info(
         "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
         split,

@@ -5,6 +5,7 @@ memory limit the one-process fit exceeds."""
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 
 import numpy as np
@@ -193,14 +194,43 @@ def test_a_fit_too_large_for_a_worker_reads_and_trains_across_the_workers(tmp_pa
 def test_a_run_on_a_dask_cluster_trains_its_detectors_across_the_workers(
     harness, sample_path, tmp_path
 ):
-    """The flow on prefect-dask's LocalCluster (``--task-runner dask``), every fit
-    across its two workers: the stages travel to the workers (they once failed to
-    pickle), the run completes and each result says it trained on both."""
+    """The flow on a Dask cluster that outlives it (``--dask-address``), every
+    fit across its two workers: the stages travel to the workers (they once
+    failed to pickle), the run completes, each result says it trained on both,
+    and the workers remember nothing of the run afterwards (their caches are
+    emptied with the flow's own)."""
+    from distributed import Client, LocalCluster
+
     from flows.fraud_flow import with_task_runner
     from pipeline.core.artifacts import load_json
+    from pipeline.core.memory import remembered
 
-    flow = with_task_runner("dask")
-    result = flow(
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            dashboard_address=None,
+            host="127.0.0.1",
+            silence_logs=logging.WARNING,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        result = _run_on(
+            with_task_runner("dask", cluster.scheduler_address), tmp_path, sample_path
+        )
+        assert set(client.run(remembered).values()) == {0}
+    metrics = load_json(tmp_path / "reports" / result["run_id"] / "metrics.json")
+    assert metrics["status"] == "completed"
+    assert {r["method"] for r in metrics["results"]} == {
+        "none",
+        "class_weight",
+        "smote",
+    }
+    assert all(r["fit_workers"] == 2 for r in metrics["results"])
+
+
+def _run_on(flow, tmp_path, sample_path):
+    return flow(
         data_path=str(sample_path),
         profile="smoke",
         seed=0,
@@ -212,11 +242,3 @@ def test_a_run_on_a_dask_cluster_trains_its_detectors_across_the_workers(
         },
         tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
     )
-    metrics = load_json(tmp_path / "reports" / result["run_id"] / "metrics.json")
-    assert metrics["status"] == "completed"
-    assert {r["method"] for r in metrics["results"]} == {
-        "none",
-        "class_weight",
-        "smote",
-    }
-    assert all(r["fit_workers"] == 2 for r in metrics["results"])

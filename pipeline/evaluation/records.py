@@ -1,0 +1,315 @@
+"""The run's records as typed models, one owner for each key: a fit at one amount
+(:class:`FitRecord`), a method's failed fit (:class:`Failure`), a paired
+comparison (:class:`PairedDifference`, :class:`Comparison`) and the whole
+``metrics.json`` (:class:`RunMetrics`, whose JSON Schema the docs site shows for
+the dashboards that read it).
+
+Every model forbids keys it does not declare: a producer that writes a key no
+model owns fails where it writes. A file is written from a model with
+``exclude_unset`` (a key a record never had stays absent, a key set to null stays
+null), so what a run wrote reads back the same.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.core.errors import ArtifactError
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON-able values, its unset keys left out."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+Interval = tuple[float, float]
+
+
+class Confusion(Record):
+    """The test rows' confusion matrix at the threshold chosen on validation rows."""
+
+    tn: int
+    fp: int
+    fn: int
+    tp: int
+
+
+class AmountPoint(Record):
+    """One amount a method was fitted at, as the amount choice saw it."""
+
+    sampling_strategy: float | None = Field(
+        description="The minority/majority ratio the resampling reached (None: "
+        "no resampling)."
+    )
+    n_added: int = Field(description="Rows the sampler added.")
+    validation_auprc: float
+    test_auprc: float
+    validation_precision_top_k: float | None = None
+    test_precision_top_k: float | None = None
+
+
+class FitRecord(Record):
+    """One detector: a method on a split at one amount, scored on the untouched
+    test rows (the threshold chosen on the validation rows). In ``metrics.json``
+    each method and split has one, at its chosen amount (``amount_search``: every
+    amount it was fitted at)."""
+
+    method: str
+    split: int
+    sampling_strategy: float | None = Field(
+        description="The minority/majority ratio the resampling reached, of the "
+        "rows the training rows stand for (None: no resampling)."
+    )
+    n_added: int = Field(description="Training rows the sampler added.")
+    validation_auprc: float
+    validation_precision_top_k: float | None = None
+    auprc: float = Field(description="Test AUPRC (average precision).")
+    roc_auc: float
+    precision: float
+    recall: float
+    f1: float
+    threshold: float = Field(description="The alert threshold (best validation F1).")
+    confusion: Confusion
+    alerts: int = Field(description="Test rows at or above the threshold.")
+    precision_at_recall_80: float | None = None
+    recall_at_precision_90: float | None = None
+    fraud_amount: float | None = None
+    fraud_amount_caught: float | None = None
+    net_savings: float | None = None
+    review_cost: float | None = None
+    n_test: int
+    n_test_frauds: int
+    auprc_bootstrap_ci95: Interval | None = Field(
+        None, description="Test AUPRC's 95 % interval over bootstrap resamples."
+    )
+    n_days: int | None = None
+    precision_top_k: float | None = None
+    precision_top_k_ci95: Interval | None = None
+    precision_top_k_daily: list[float] | None = None
+    card_precision_top_k: float | None = None
+    card_precision_top_k_ci95: Interval | None = None
+    card_precision_top_k_daily: list[float] | None = None
+    scale_pos_weight: float | None = Field(
+        description="XGBoost's weight of a fraud, for a method that reweights."
+    )
+    sampled: dict[str, Any] | None = Field(
+        description="What the training and validation rows' sample kept (None: "
+        "every row)."
+    )
+    n_train: int
+    n_train_resampled: int
+    best_iteration: int
+    fit_seconds: float
+    fit_workers: int = Field(description="1, or the Dask workers it trained across.")
+    reused_fit: bool = Field(description="Loaded from an identical earlier fit.")
+    feature_importance: dict[str, float] = Field(
+        description="Each model-space feature's share of the total gain."
+    )
+    plugin: str | None = Field(
+        None, description="A plugin method's distribution and version."
+    )
+    scores_path: str | None = Field(
+        None, description="The fit's scores, until the amount is chosen."
+    )
+    model_path: str | None = Field(
+        None, description="Split 0's detector, until the amount is chosen."
+    )
+    amount_rule: str | None = None
+    amount_search: list[AmountPoint] | None = None
+
+
+class Failure(Record):
+    """A fit that failed: a method on a split, at an amount or before any."""
+
+    method: str
+    split: int
+    n_minority: int | None = None
+    n_majority: int | None = None
+    reason: str = Field(description="One line: the exception's type and message.")
+    left_out: bool = Field(
+        description="Every amount of the method failed on some split: it is left "
+        "out of the comparison."
+    )
+
+
+class PairedDifference(Record):
+    """A method against a baseline on the same splits: the per-split differences,
+    the interval corrected for the training rows the splits share, and the
+    decision against the region of practical equivalence."""
+
+    method: str
+    baseline: str
+    metric: str
+    n_splits: int
+    unit: str
+    mean_diff: float
+    sd_diff: float | None = None
+    per_split: list[float]
+    rho: float | None = None
+    ci95_plain: Interval | None = None
+    ci95_corrected: Interval | None = None
+    p_corrected: float | None = None
+    p_wilcoxon: float | None = None
+    p_holm: float | None = None
+    significant: bool | None = None
+    rope: float
+    p_better: float | None = None
+    p_equivalent: float | None = None
+    p_worse: float | None = None
+    decision: str | None = None
+    resolution: float | None = None
+    splits_to_decide: int | None = None
+
+
+class HeadlineDecision(Record):
+    """The comparison the headline states."""
+
+    method: str
+    baseline: str
+    metric: str
+    n_splits: int
+    unit: str
+    mean_diff: float
+    ci95_corrected: Interval | None = None
+    rope: float
+    p_better: float | None = None
+    p_equivalent: float | None = None
+    p_worse: float | None = None
+    decision: str | None = None
+    resolution: float | None = None
+    splits_to_decide: int | None = None
+
+
+class Comparison(Record):
+    """Every method against the reference (no resampling) and against the best
+    SMOTE-family method, the verdicts and the run's headline (a monitor-only
+    night: its headline alone)."""
+
+    metric: str | None = None
+    rope: float | None = None
+    rho: float | None = None
+    reference: str | None = Field(
+        None, description="The method every method is set against."
+    )
+    question: str | None = Field(None, description="The method the headline speaks of.")
+    best_smote_family: str | None = None
+    comparisons: list[PairedDifference] = []
+    decision: HeadlineDecision | None = None
+    verdicts: list[str] = []
+    headline: str
+
+
+class MethodDetail(Record):
+    """A compared method as the registry declares it."""
+
+    name: str
+    family: str
+    amount: str
+    source: str = Field(description="built-in, or a plugin's distribution and version.")
+    summary: str
+    entry_point: str | None = None
+
+
+class RunMetrics(Record):
+    """``metrics.json``: a run's every figure. A monitor-only night (no training)
+    writes the sections it has."""
+
+    schema_version: int
+    run_id: str
+    kind: str | None = Field(
+        None, description="monitor: a night with no new data (nothing trained)."
+    )
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_seconds: float | None = None
+    status: str = Field(
+        description="completed, completed_with_failures, or no_new_data (a "
+        "monitor-only night)."
+    )
+    profile: str | None = None
+    seed: int | None = None
+    config: dict[str, Any] = Field(description="The run's PipelineConfig, whole.")
+    data: dict[str, Any] = Field(description="What was read: path, sha256, rows.")
+    schema_: dict[str, Any] | None = Field(
+        None, alias="schema", description="The table's schema."
+    )
+    methods: list[str] | None = None
+    method_details: list[MethodDetail] | None = None
+    n_splits: int | None = None
+    folds: list[dict[str, Any]] | None = None
+    sampling: dict[str, Any] | None = None
+    primary_metric: str | None = None
+    results: list[FitRecord] | None = None
+    summary: list[dict[str, Any]] | None = Field(
+        None, description="Per method: each metric's mean, sd and interval."
+    )
+    comparison: Comparison | None = None
+    precision_top_k: dict[str, Any] | None = None
+    amount_choice: dict[str, Any] | None = None
+    failures: list[Failure] | None = None
+    gan: dict[str, Any] | None = None
+    fidelity: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None
+    monitoring: dict[str, Any] | None = None
+    random_split_reference: dict[str, Any] | None = None
+    cached_stages: list[str] | None = None
+    environment: dict[str, Any] | None = None
+    resources: dict[str, Any] | None = None
+    registry: dict[str, Any] | None = None
+    tracking: dict[str, Any] | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def check_metrics(metrics: dict[str, Any], where: str = "metrics.json") -> RunMetrics:
+    """``metrics`` as its model.
+
+    Raises
+    ------
+    ArtifactError
+        A key no model owns, a value of the wrong type, a key missing.
+    """
+    try:
+        return RunMetrics.model_validate(metrics)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(p) for p in first["loc"])
+        raise ArtifactError(f"{where}: {at}: {first['msg']}") from exc
+
+
+def load_metrics(path: str | Path) -> RunMetrics:
+    """A run's ``metrics.json``, checked against :class:`RunMetrics` (a file
+    written since records were typed, schema version 1 and on)."""
+    path = Path(path)
+    return check_metrics(json.loads(path.read_text()), str(path))
+
+
+def save_metrics(path: str | Path, metrics: dict[str, Any]) -> dict[str, Any]:
+    """Write a run's ``metrics.json`` (atomically) once :class:`RunMetrics` owns
+    every key of it; returns what was written.
+
+    Raises
+    ------
+    ArtifactError
+        A key no model owns, or a value of the wrong type: nothing is written.
+    """
+    from pipeline.core.artifacts import save_json
+
+    checked = check_metrics(metrics, str(path)).to_json()
+    save_json(path, checked)
+    return checked
+
+
+def metrics_json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``metrics.json`` (the docs site publishes it)."""
+    return RunMetrics.model_json_schema(by_alias=True)
