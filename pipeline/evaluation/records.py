@@ -173,12 +173,12 @@ class HeadlineDecision(Record):
 
     method: str
     baseline: str
-    metric: str
-    n_splits: int
-    unit: str
-    mean_diff: float
+    metric: str | None = None
+    n_splits: int | None = None
+    unit: str | None = None
+    mean_diff: float | None = None
     ci95_corrected: Interval | None = None
-    rope: float
+    rope: float | None = None
     p_better: float | None = None
     p_equivalent: float | None = None
     p_worse: float | None = None
@@ -217,6 +217,84 @@ class MethodDetail(Record):
     entry_point: str | None = None
 
 
+class DataRead(Record):
+    """What the run read: its source, the rows and frauds, and (a folder of
+    partitions) each partition and what changed since the previous run."""
+
+    path: str | None = None
+    sha256: str | None = None
+    rows: int | None = None
+    frauds: int | None = None
+    duplicate_rows: int | None = None
+    demo: bool = False
+    cached: bool | None = None
+    label_values: list[str] | None = None
+    partitions: list[dict[str, Any]] | None = Field(
+        None, description="Per partition: path, sha256, rows, frauds."
+    )
+    changes: dict[str, Any] | None = Field(
+        None,
+        description="Since the previous run: new, changed and removed partitions, "
+        "its run id, one line.",
+    )
+
+
+class Monitoring(Record):
+    """The champion scored on the newest test rows, before the run trained
+    anything."""
+
+    status: str = Field(description="none, other_schema, too_few or scored.")
+    line: str
+    champion: dict[str, Any] | None = Field(
+        None, description="Its version, method and run id."
+    )
+    metric: str | None = None
+    window: list[Any] | None = None
+    now: dict[str, float] | None = None
+    at_registration: dict[str, float | None] | None = None
+    drop: float | None = None
+    alert: bool | None = None
+    alert_drop: float | None = None
+    rows: int | None = None
+    frauds: int | None = None
+
+
+class RegistryDecision(Record):
+    """The champion rule's decision on the run's challenger."""
+
+    promoted: bool | None = None
+    reason: str | None = None
+    model: str | None = None
+    version: str | None = None
+    model_uri: str | None = None
+    aliases: list[str] | None = None
+    challenger: dict[str, Any] | None = Field(
+        None, description="The challenger's method, run id and metrics."
+    )
+    champion: dict[str, Any] | None = None
+    decided_at: str | None = None
+    rope: float | None = None
+    run_id: str | None = None
+    mlflow_run_id: str | None = None
+    threshold: float | None = None
+    method: str | None = None
+    metrics: dict[str, Any] | None = None
+
+
+class Drift(Record):
+    """How far each feature moved between the training rows and the newest test
+    rows (PSI), and the categories never seen in training."""
+
+    split: int | None = None
+    bins: int | None = None
+    threshold: float | None = None
+    moderate: float | None = None
+    features: list[dict[str, Any]] = []
+    flagged: list[str] = []
+    left_out: list[str] | None = None
+    unseen: dict[str, Any] | None = None
+
+
 class RunMetrics(Record):
     """``metrics.json``: a run's every figure. A monitor-only night (no training)
     writes the sections it has."""
@@ -235,8 +313,10 @@ class RunMetrics(Record):
     )
     profile: str | None = None
     seed: int | None = None
-    config: dict[str, Any] = Field(description="The run's PipelineConfig, whole.")
-    data: dict[str, Any] = Field(description="What was read: path, sha256, rows.")
+    config: dict[str, Any] | None = Field(
+        None, description="The run's PipelineConfig, whole."
+    )
+    data: DataRead = DataRead()
     schema_: dict[str, Any] | None = Field(
         None, alias="schema", description="The table's schema."
     )
@@ -256,14 +336,16 @@ class RunMetrics(Record):
     failures: list[Failure] | None = None
     gan: dict[str, Any] | None = None
     fidelity: dict[str, Any] | None = None
-    drift: dict[str, Any] | None = None
-    monitoring: dict[str, Any] | None = None
+    drift: Drift | None = None
+    monitoring: Monitoring | None = None
     random_split_reference: dict[str, Any] | None = None
     cached_stages: list[str] | None = None
     environment: dict[str, Any] | None = None
     resources: dict[str, Any] | None = None
-    registry: dict[str, Any] | None = None
-    tracking: dict[str, Any] | None = None
+    registry: RegistryDecision | None = None
+    tracking: dict[str, str] | None = Field(
+        None, description="The run's MLflow run: uri, experiment id, run id."
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -285,6 +367,11 @@ def check_metrics(metrics: dict[str, Any], where: str = "metrics.json") -> RunMe
         first = exc.errors()[0]
         at = ".".join(str(p) for p in first["loc"])
         raise ArtifactError(f"{where}: {at}: {first['msg']}") from exc
+
+
+def as_metrics(metrics: RunMetrics | dict[str, Any]) -> RunMetrics:
+    """``metrics`` as its model (a run's freshly built dict is checked)."""
+    return metrics if isinstance(metrics, RunMetrics) else check_metrics(metrics)
 
 
 def load_metrics(path: str | Path) -> RunMetrics:

@@ -32,6 +32,7 @@ from typing import Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.paths import check_writable
+from pipeline.evaluation.records import RunMetrics, as_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -220,12 +221,12 @@ def _close_abandoned(client, experiment_id: str, run_name: str) -> None:
 
 
 def _metric_rows(
-    metrics: dict[str, Any], histories: dict[int, list[dict[str, Any]]]
+    m: RunMetrics, histories: dict[int, list[dict[str, Any]]]
 ) -> list[tuple[str, float, int]]:
     from pipeline.evaluation.metrics import HEADLINE_METRICS
 
     rows: list[tuple[str, float, int]] = []
-    for summary in metrics["summary"]:
+    for summary in m.summary or []:
         method = summary["method"]
         for name in HEADLINE_METRICS:
             if summary.get(f"{name}_mean") is None:
@@ -235,17 +236,16 @@ def _metric_rows(
             if low is not None:
                 rows.append((f"{method}.{name}_ci95_low", low, 0))
                 rows.append((f"{method}.{name}_ci95_high", high, 0))
-    for record in metrics["results"]:
+    for record in m.results or []:
         for name in HEADLINE_METRICS:
-            if record.get(name) is not None:
+            if getattr(record, name) is not None:
                 rows.append(
-                    (f"{record['method']}.{name}", record[name], record["split"])
+                    (f"{record.method}.{name}", getattr(record, name), record.split)
                 )
     # The fidelity module's own list (imported here: it loads numpy).
     from pipeline.evaluation.fidelity import FIDELITY_METRICS
 
-    fidelity = metrics.get("fidelity") or {}
-    for source, figures in fidelity.items():
+    for source, figures in (m.fidelity or {}).items():
         if not isinstance(figures, dict) or "per_split" not in figures:
             continue
         for name in FIDELITY_METRICS:
@@ -257,11 +257,12 @@ def _metric_rows(
                     rows.append(
                         (f"fidelity.{source}.{name}.split", entry[name], entry["split"])
                     )
-    monitoring = metrics.get("monitoring") or {}
-    for name, value in (monitoring.get("now") or {}).items():
-        rows.append((f"champion.{name}", value, 0))
-    if monitoring.get("drop") is not None:
-        rows.append(("champion.drop", monitoring["drop"], 0))
+    monitoring = m.monitoring
+    if monitoring is not None:
+        for name, value in (monitoring.now or {}).items():
+            rows.append((f"champion.{name}", value, 0))
+        if monitoring.drop is not None:
+            rows.append(("champion.drop", monitoring.drop, 0))
     for split, history in histories.items():
         for entry in history:
             for name in CURVES:
@@ -274,35 +275,48 @@ def _metric_rows(
 
 def log_results(
     mlflow_run: dict[str, str],
-    metrics: dict[str, Any],
+    metrics: RunMetrics | dict[str, Any],
     histories: dict[int, list[dict[str, Any]]],
     artifacts: list[Path],
 ) -> None:
     """Log what the run measured and its files to its MLflow run."""
     from mlflow.entities import Metric, RunTag
 
+    m = as_metrics(metrics)
     client = mlflow_client(mlflow_run["uri"])
     run_id = mlflow_run["run_id"]
     now = int(time.time() * 1000)
-    rows = [Metric(k, v, now, s) for k, v, s in _metric_rows(metrics, histories)]
+    rows = [Metric(k, v, now, s) for k, v, s in _metric_rows(m, histories)]
     for i in range(0, len(rows), 1000):
         client.log_batch(run_id, metrics=rows[i : i + 1000])
-    comparison = metrics.get("comparison") or {}
+    client.log_batch(
+        run_id,
+        tags=[RunTag(k, str(v)[:5000]) for k, v in _tags(m).items() if v is not None],
+    )
+    for path in artifacts:
+        client.log_artifact(run_id, str(path))
+
+
+def _tags(m: RunMetrics) -> dict[str, Any]:
+    """The MLflow run's tags of what the run found, searchable across runs."""
+    comparison = m.comparison
     tags = {
-        "fraudaug.headline": comparison.get("headline"),
-        "fraudaug.best_smote_family": comparison.get("best_smote_family"),
-        "fraudaug.duration_seconds": metrics.get("duration_seconds"),
-        "fraudaug.status": metrics.get("status"),
+        "fraudaug.headline": comparison.headline if comparison else None,
+        "fraudaug.best_smote_family": comparison.best_smote_family
+        if comparison
+        else None,
+        "fraudaug.duration_seconds": m.duration_seconds,
+        "fraudaug.status": m.status,
     }
-    verdict = comparison.get("decision") or {}
-    if verdict:
+    verdict = comparison.decision if comparison else None
+    if verdict is not None:
         # What the headline decides, searchable across runs in MLflow.
         tags["fraudaug.verdict"] = (
-            f"{verdict['method']} vs {verdict['baseline']}: {verdict['decision']}"
+            f"{verdict.method} vs {verdict.baseline}: {verdict.decision}"
         )
         for key in ("p_better", "p_equivalent", "p_worse", "rope", "resolution"):
-            tags[f"fraudaug.verdict.{key}"] = repr(verdict[key])
-    sampling = metrics.get("sampling") or {}
+            tags[f"fraudaug.verdict.{key}"] = repr(getattr(verdict, key))
+    sampling = m.sampling or {}
     if sampling:
         tags["fraudaug.sampling.max_train_rows"] = sampling["max_train_rows"]
         tags["fraudaug.sampling.sampled"] = str(sampling["sampled"]).lower()
@@ -310,34 +324,27 @@ def log_results(
         if shares:
             tags["fraudaug.sampling.share"] = ", ".join(f"{v:g}" for v in shares)
     plugins: dict[str, list[str]] = {}
-    for method in metrics.get("method_details") or []:
-        if method["source"] != "built-in":
-            plugins.setdefault(method["source"], []).append(method["name"])
+    for method in m.method_details or []:
+        if method.source != "built-in":
+            plugins.setdefault(method.source, []).append(method.name)
     if plugins:  # which distribution (and version) each plugin method came from
         tags["fraudaug.plugins"] = "; ".join(
             f"{', '.join(sorted(names))}: {source}"
             for source, names in sorted(plugins.items())
         )
-    failed = sorted({f["method"] for f in metrics.get("failures", []) if f["left_out"]})
+    failed = sorted({f.method for f in m.failures or [] if f.left_out})
     if failed:
         tags["fraudaug.failed_methods"] = ", ".join(failed)
-    monitoring = metrics.get("monitoring") or {}
-    if monitoring:
-        tags["fraudaug.monitoring.status"] = monitoring.get("status")
-        tags["fraudaug.monitoring.line"] = monitoring.get("line")
-        if monitoring.get("status") == "scored":
-            tags["fraudaug.monitoring.alert"] = str(monitoring["alert"]).lower()
-    registry = metrics.get("registry") or {}
-    if registry:
-        tags["fraudaug.registry.promoted"] = registry.get("promoted")
-        tags["fraudaug.registry.reason"] = registry.get("reason")
-        tags["fraudaug.registry.version"] = registry.get("version")
-    client.log_batch(
-        run_id,
-        tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items() if v is not None],
-    )
-    for path in artifacts:
-        client.log_artifact(run_id, str(path))
+    if m.monitoring is not None:
+        tags["fraudaug.monitoring.status"] = m.monitoring.status
+        tags["fraudaug.monitoring.line"] = m.monitoring.line
+        if m.monitoring.status == "scored":
+            tags["fraudaug.monitoring.alert"] = str(m.monitoring.alert).lower()
+    if m.registry is not None:
+        tags["fraudaug.registry.promoted"] = m.registry.promoted
+        tags["fraudaug.registry.reason"] = m.registry.reason
+        tags["fraudaug.registry.version"] = m.registry.version
+    return tags
 
 
 def finish_tracking(

@@ -16,6 +16,7 @@ from typing import Any
 from pipeline.data.partitions import nothing_new
 from pipeline.evaluation.amounts import failed_methods, failures_line
 from pipeline.evaluation.metrics import best_method
+from pipeline.evaluation.records import RunMetrics, as_metrics
 
 RESOURCE_PREFIX = "fraudaug.run"
 """A run's event resource: ``fraudaug.run.<run id>``."""
@@ -153,92 +154,95 @@ class RunEvent:
         return self.kind.name
 
 
-def run_events(metrics: dict[str, Any], *, report: str | None = None) -> list[RunEvent]:
+def run_events(
+    metrics: RunMetrics | dict[str, Any], *, report: str | None = None
+) -> list[RunEvent]:
     """The events a finished run's ``metrics.json`` calls for (:data:`EVENTS`), in
     that order; ``report``: the report's path or address for the payload."""
-    run_id = metrics["run_id"]
-    related = _model_resources(metrics)
-    out = [RunEvent(RUN_COMPLETED, _completed(metrics, report), related)]
-    if metrics.get("failures"):
+    m = as_metrics(metrics)
+    related = _model_resources(m)
+    out = [RunEvent(RUN_COMPLETED, _completed(m, report), related)]
+    failures = [f.to_json() for f in m.failures or []]
+    if failures:
         out.append(
             RunEvent(
                 METHODS_FAILED,
                 {
-                    "methods": failed_methods(metrics["failures"]),
-                    "line": failures_line(metrics["failures"]),
+                    "methods": failed_methods(failures),
+                    "line": failures_line(failures),
                     "report": report,
                 },
             )
         )
-    registry = metrics.get("registry") or {}
-    if registry.get("promoted"):
+    registry = m.registry
+    if registry is not None and registry.promoted:
         out.append(
             RunEvent(
                 CHAMPION_PROMOTED,
                 {
-                    "version": str(registry.get("version")),
-                    "model": registry.get("model"),
-                    "method": (registry.get("challenger") or {}).get("method"),
-                    "reason": registry.get("reason"),
+                    "version": str(registry.version),
+                    "model": registry.model,
+                    "method": (registry.challenger or {}).get("method"),
+                    "reason": registry.reason,
                 },
                 related,
             )
         )
-    monitoring = metrics.get("monitoring") or {}
-    if monitoring.get("alert"):
-        champion = monitoring.get("champion") or {}
+    monitoring = m.monitoring
+    if monitoring is not None and monitoring.alert:
+        champion = monitoring.champion or {}
         out.append(
             RunEvent(
                 CHAMPION_DEGRADED,
                 {
-                    "metric": monitoring.get("metric"),
-                    "drop": _round(monitoring.get("drop")),
-                    "alert_drop": monitoring.get("alert_drop"),
-                    "now": monitoring.get("now"),
-                    "at_registration": monitoring.get("at_registration"),
+                    "metric": monitoring.metric,
+                    "drop": _round(monitoring.drop),
+                    "alert_drop": monitoring.alert_drop,
+                    "now": monitoring.now,
+                    "at_registration": monitoring.at_registration,
                     "version": str(champion.get("version")),
                     "method": champion.get("method"),
                     "champion_run_id": champion.get("run_id"),
-                    "rows": monitoring.get("rows"),
-                    "frauds": monitoring.get("frauds"),
-                    "line": monitoring.get("line"),
+                    "rows": monitoring.rows,
+                    "frauds": monitoring.frauds,
+                    "line": monitoring.line,
                 },
                 related,
             )
         )
-    drift = metrics.get("drift") or {}
-    flagged = {f["feature"]: f["psi"] for f in drift.get("features", [])}
-    flagged = {name: flagged.get(name) for name in drift.get("flagged") or []}
-    if flagged:
-        largest = max((v for v in flagged.values() if v is not None), default=None)
-        out.append(
-            RunEvent(
-                DRIFT_DETECTED,
-                {
-                    "features": flagged,
-                    "largest_psi": _round(largest),
-                    "threshold": drift.get("threshold"),
-                    "split": drift.get("split"),
-                    "line": "PSI above "
-                    f"{drift.get('threshold')}: "
-                    + ", ".join(f"{n} {_round(v)}" for n, v in flagged.items()),
-                },
+    drift = m.drift
+    if drift is not None:
+        psi = {f["feature"]: f["psi"] for f in drift.features}
+        flagged = {name: psi.get(name) for name in drift.flagged}
+        if flagged:
+            largest = max((v for v in flagged.values() if v is not None), default=None)
+            out.append(
+                RunEvent(
+                    DRIFT_DETECTED,
+                    {
+                        "features": flagged,
+                        "largest_psi": _round(largest),
+                        "threshold": drift.threshold,
+                        "split": drift.split,
+                        "line": f"PSI above {drift.threshold}: "
+                        + ", ".join(f"{n} {_round(v)}" for n, v in flagged.items()),
+                    },
+                )
             )
-        )
-    unseen = drift.get("unseen") or {}
-    if unseen.get("flagged"):
-        out.append(
-            RunEvent(
-                UNSEEN_CATEGORIES,
-                {
-                    "columns": list(unseen["flagged"]),
-                    "share_threshold": unseen.get("share_threshold"),
-                    "subsets": unseen.get("subsets"),
-                    "line": _unseen_line(unseen),
-                },
+        unseen = drift.unseen or {}
+        if unseen.get("flagged"):
+            out.append(
+                RunEvent(
+                    UNSEEN_CATEGORIES,
+                    {
+                        "columns": list(unseen["flagged"]),
+                        "share_threshold": unseen.get("share_threshold"),
+                        "subsets": unseen.get("subsets"),
+                        "line": _unseen_line(unseen),
+                    },
+                )
             )
-        )
-    changes = (metrics.get("data") or {}).get("changes")
+    changes = m.data.changes
     if nothing_new(changes):
         out.append(
             RunEvent(
@@ -251,7 +255,7 @@ def run_events(metrics: dict[str, Any], *, report: str | None = None) -> list[Ru
             )
         )
     for event in out:
-        event.payload = {"run_id": run_id, **event.payload}
+        event.payload = {"run_id": m.run_id, **event.payload}
     return out
 
 
@@ -305,35 +309,36 @@ def resource(run_id: str) -> dict[str, str]:
     }
 
 
-def _completed(metrics: dict[str, Any], report: str | None) -> dict[str, Any]:
-    metric = metrics.get("primary_metric") or "auprc"
-    best = best_method(metrics.get("summary") or [], metric)
-    data = metrics.get("data") or {}
-    failed = sorted({f.get("method") for f in metrics.get("failures") or []})
+def _completed(m: RunMetrics, report: str | None) -> dict[str, Any]:
+    metric = m.primary_metric or "auprc"
+    best = best_method(m.summary or [], metric)
+    failed = sorted({f.method for f in m.failures or []})
+    comparison = m.comparison
+    decision = comparison.decision if comparison is not None else None
     return {
-        "status": metrics.get("status"),
-        "headline": (metrics.get("comparison") or {}).get("headline"),
-        "decision": (metrics.get("comparison") or {}).get("decision"),
+        "status": m.status,
+        "headline": comparison.headline if comparison is not None else None,
+        "decision": decision.to_json() if decision is not None else None,
         "metric": metric,
         "best_method": best[0] if best else None,
         "best_value": _round(best[1]) if best else None,
-        "rows": data.get("rows"),
-        "frauds": data.get("frauds"),
-        "failed_methods": [m for m in failed if m],
+        "rows": m.data.rows,
+        "frauds": m.data.frauds,
+        "failed_methods": failed,
         "report": report,
     }
 
 
-def _model_resources(metrics: dict[str, Any]) -> list[dict[str, str]]:
-    registry = metrics.get("registry") or {}
-    if not registry.get("model") or registry.get("version") is None:
+def _model_resources(m: RunMetrics) -> list[dict[str, str]]:
+    registry = m.registry
+    if registry is None or not registry.model or registry.version is None:
         return []
     return [
         {
-            "prefect.resource.id": f"{MODEL_RESOURCE_PREFIX}.{registry['model']}"
-            f".{registry['version']}",
+            "prefect.resource.id": f"{MODEL_RESOURCE_PREFIX}.{registry.model}"
+            f".{registry.version}",
             "prefect.resource.role": "model-version",
-            "prefect.resource.name": f"{registry['model']} {registry['version']}",
+            "prefect.resource.name": f"{registry.model} {registry.version}",
         }
     ]
 

@@ -25,6 +25,7 @@ from pipeline.report.alerts import (
 )
 
 HEALTHY = {
+    "schema_version": 1,
     "run_id": "20261205T030000Z-abc123",
     "status": "completed",
     "primary_metric": "auprc",
@@ -54,6 +55,7 @@ HEALTHY = {
         "challenger": {"method": "smote"},
     },
     "monitoring": {
+        "status": "scored",
         "alert": False,
         "alert_drop": 0.05,
         "drop": 0.01,
