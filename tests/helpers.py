@@ -516,10 +516,18 @@ def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"
                     "n_train_resampled": 300,
                     "best_iteration": 9,
                     "fit_seconds": 1.0,
+                    "fit_workers": 1,
+                    "reused_fit": False,
+                    "scale_pos_weight": None,
+                    "sampled": None,
+                    "validation_precision_top_k": None,
+                    "feature_importance": {"V14": 0.6, "V10": 0.4},
                     **demo_amounts(m, split),
                 }
             )
     return {
+        "schema_version": 1,
+        "status": "completed",
         "run_id": run_id,
         "started_at": "2026-01-01T00:00:00+00:00",
         "duration_seconds": 12.0,

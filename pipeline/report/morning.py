@@ -9,6 +9,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from pipeline.core.errors import ArtifactError
 from pipeline.evaluation.metrics import best_method
 from pipeline.report import charts
 from pipeline.report.render import templates
@@ -52,7 +53,7 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
         frauds = sum(p.get("frauds") or 0 for p in parts)
     try:
         alerts = [e.name for e in run_events(run) if e.kind.alert]
-    except (KeyError, TypeError, ValueError):  # an older run's metrics.json
+    except (ArtifactError, KeyError, TypeError, ValueError):  # an older run's
         alerts = []
     return {
         "primary": primary,
