@@ -139,10 +139,24 @@ class Failure(Record):
     )
 
 
-class PairedDifference(Record):
-    """A method against a baseline on the same splits: the per-split differences,
-    the interval corrected for the training rows the splits share, and the
-    decision against the region of practical equivalence."""
+class Decision(Record):
+    """What a comparison decides against the region of practical equivalence
+    (``rope``): the posterior's three probabilities, the decision at 0.95, what
+    the table resolves and how many splits would decide."""
+
+    ci95_corrected: Interval | None = None
+    rope: float | None = None
+    p_better: float | None = None
+    p_equivalent: float | None = None
+    p_worse: float | None = None
+    decision: str | None = None
+    resolution: float | None = None
+    splits_to_decide: int | None = None
+
+
+class PairedDifference(Decision):
+    """A method against a baseline on the same splits: the per-split differences
+    and the interval corrected for the training rows the splits share."""
 
     method: str
     baseline: str
@@ -154,21 +168,13 @@ class PairedDifference(Record):
     per_split: list[float]
     rho: float | None = None
     ci95_plain: Interval | None = None
-    ci95_corrected: Interval | None = None
     p_corrected: float | None = None
     p_wilcoxon: float | None = None
     p_holm: float | None = None
     significant: bool | None = None
-    rope: float
-    p_better: float | None = None
-    p_equivalent: float | None = None
-    p_worse: float | None = None
-    decision: str | None = None
-    resolution: float | None = None
-    splits_to_decide: int | None = None
 
 
-class HeadlineDecision(Record):
+class HeadlineDecision(Decision):
     """The comparison the headline states."""
 
     method: str
@@ -177,14 +183,6 @@ class HeadlineDecision(Record):
     n_splits: int | None = None
     unit: str | None = None
     mean_diff: float | None = None
-    ci95_corrected: Interval | None = None
-    rope: float | None = None
-    p_better: float | None = None
-    p_equivalent: float | None = None
-    p_worse: float | None = None
-    decision: str | None = None
-    resolution: float | None = None
-    splits_to_decide: int | None = None
 
 
 class Comparison(Record):
