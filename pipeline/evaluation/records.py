@@ -269,14 +269,21 @@ class RegistryDecision(Record):
     challenger: dict[str, Any] | None = Field(
         None, description="The challenger's method, run id and metrics."
     )
-    champion: dict[str, Any] | None = None
+    champion: dict[str, Any] | None = Field(
+        None, description="The champion it was judged against (none: no champion)."
+    )
+    held_out: str | None = Field(None, description="Which rows both were scored on.")
+    comparison: dict[str, Any] | None = Field(
+        None,
+        description="The paired bootstrap of both on those rows: each one's metric, "
+        "the difference, its interval and probabilities.",
+    )
+    decision: str | None = Field(
+        None, description="better, equivalent, worse or undecided."
+    )
     decided_at: str | None = None
     rope: float | None = None
     run_id: str | None = None
-    mlflow_run_id: str | None = None
-    threshold: float | None = None
-    method: str | None = None
-    metrics: dict[str, Any] | None = None
 
 
 class Drift(Record):
@@ -318,20 +325,20 @@ class RunMetrics(Record):
     schema_: dict[str, Any] | None = Field(
         None, alias="schema", description="The table's schema."
     )
-    methods: list[str] | None = None
+    methods: list[str] = []
     method_details: list[MethodDetail] | None = None
     n_splits: int | None = None
     folds: list[dict[str, Any]] | None = None
     sampling: dict[str, Any] | None = None
     primary_metric: str | None = None
-    results: list[FitRecord] | None = None
-    summary: list[dict[str, Any]] | None = Field(
-        None, description="Per method: each metric's mean, sd and interval."
+    results: list[FitRecord] = []
+    summary: list[dict[str, Any]] = Field(
+        [], description="Per method: each metric's mean, sd and interval."
     )
     comparison: Comparison | None = None
     precision_top_k: dict[str, Any] | None = None
     amount_choice: dict[str, Any] | None = None
-    failures: list[Failure] | None = None
+    failures: list[Failure] = []
     gan: dict[str, Any] | None = None
     fidelity: dict[str, Any] | None = None
     drift: Drift | None = None

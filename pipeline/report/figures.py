@@ -1,5 +1,6 @@
-"""The report's figures, drawn from a run's ``metrics.json``: the summary,
-amount, curve, GAN, fidelity and drift charts and the tables beside them."""
+"""The report's figures, drawn from a run's ``metrics.json`` as its model
+(:class:`~pipeline.evaluation.records.RunMetrics`): the summary, amount, curve,
+GAN, fidelity and drift charts and the tables beside them."""
 
 from __future__ import annotations
 
@@ -11,47 +12,55 @@ from markupsafe import Markup
 from pipeline.evaluation.comparison import format_p
 from pipeline.evaluation.fidelity import REAL_TRAIN
 from pipeline.evaluation.metrics import METRIC_LABELS, METRICS
+from pipeline.evaluation.records import RunMetrics
 from pipeline.report import charts
 from pipeline.resampling import registry
 
 
-def roles(metrics: dict) -> dict[str, str]:
+def roles(m: RunMetrics) -> dict[str, str]:
     """The run's comparison roles: ``reference`` (what every method must beat),
     ``question`` (the method the headline speaks of) and ``interpolation`` (the
     rows the generators' fidelity is judged beside). A ``metrics.json`` written
     before they were recorded has the built-in ones."""
-    comparison = metrics.get("comparison") or {}
+    comparison = m.comparison
     built_in = registry.roles()
     return {
-        "reference": comparison.get("reference", built_in["reference"]),
-        "question": comparison.get("question", built_in["question"]),
+        "reference": (comparison and comparison.reference) or built_in["reference"],
+        "question": (comparison and comparison.question) or built_in["question"],
         "interpolation": registry.interpolation(),
     }
+
+
+def versus_reference(m: RunMetrics) -> list:
+    """The paired comparisons of each method with the reference."""
+    reference = roles(m)["reference"]
+    comparisons = m.comparison.comparisons if m.comparison else []
+    return [c for c in comparisons if c.baseline == reference]
 
 
 # Report colours for the fidelity sources that are not methods.
 REAL_COLOUR = "#333333"
 
 
-def _curve_charts(metrics: dict, curves: dict, split: int) -> list[Markup]:
-    colours = charts.colours(metrics["methods"])
+def _curve_charts(m: RunMetrics, curves: dict, split: int) -> list[Markup]:
+    colours = charts.colours(m.methods)
     out = []
     for kind, title, xl, yl, diag in (
         ("pr", "Precision–recall", "recall", "precision", False),
         ("roc", "ROC", "false positive rate", "true positive rate", True),
     ):
         views = [(f"{title}, split {split} (test rows)", curves.get(kind, {}), True)]
-        if metrics["n_splits"] > 1:
+        if m.n_splits > 1:
             views.append(
                 (
-                    f"{title}, mean of {metrics['n_splits']} splits",
+                    f"{title}, mean of {m.n_splits} splits",
                     curves.get(f"{kind}_mean", {}),
                     False,
                 )
             )
         for chart_title, source, per_split in views:
             series = []
-            for method in metrics["methods"]:
+            for method in m.methods:
                 points = source.get(method, {})
                 points = points.get(split) if per_split else points
                 if points:
@@ -77,33 +86,31 @@ def _curve_charts(metrics: dict, curves: dict, split: int) -> list[Markup]:
     return out
 
 
-def _summary_charts(metrics: dict) -> list[Markup]:
-    colours = charts.colours(metrics["methods"])
+def _summary_charts(m: RunMetrics) -> list[Markup]:
+    colours = charts.colours(m.methods)
     per_split: dict[tuple[str, str], list[float]] = {}
-    for r in metrics["results"]:
+    for r in m.results:
         for key in METRICS:
-            per_split.setdefault((r["method"], key), []).append(r.get(key))
+            per_split.setdefault((r.method, key), []).append(getattr(r, key))
     out = []
-    label = METRIC_LABELS[metrics.get("primary_metric", "auprc")]
-    diffs = [
-        c
-        for c in metrics.get("comparison", {}).get("comparisons", [])
-        if c["baseline"] == roles(metrics)["reference"]
-    ]
+    label = METRIC_LABELS[m.primary_metric or "auprc"]
+    diffs = versus_reference(m)
     if diffs:
-        rope = diffs[0]["rope"]
+        rope = diffs[0].rope
         out.append(
             charts.interval_chart(
                 [
                     {
-                        "name": c["method"],
-                        "mean": c["mean_diff"],
-                        "ci": c.get("ci95_corrected"),
-                        "points": c.get("per_split", []),
-                        "colour": colours.get(c["method"], "#555"),
+                        "name": c.method,
+                        "mean": c.mean_diff,
+                        "ci": None
+                        if c.ci95_corrected is None
+                        else list(c.ci95_corrected),
+                        "points": c.per_split,
+                        "colour": colours.get(c.method, "#555"),
                         "note": (
-                            f"Holm p = {format_p(c['p_holm'])}, {c['decision']}"
-                            if c.get("p_holm") is not None
+                            f"Holm p = {format_p(c.p_holm)}, {c.decision}"
+                            if c.p_holm is not None
                             else None
                         ),
                     }
@@ -115,11 +122,11 @@ def _summary_charts(metrics: dict) -> list[Markup]:
                 width=560,
             )
         )
-        decided = [c for c in diffs if c.get("p_better") is not None]
+        decided = [c for c in diffs if c.p_better is not None]
         if decided:
             out.append(
                 charts.probability_chart(
-                    [{"name": c["method"], **c} for c in decided],
+                    [{"name": c.method, **c.to_json()} for c in decided],
                     title=f"P(worse / equivalent / better than none), ROPE ±{rope:g} "
                     f"{label}",
                 )
@@ -140,7 +147,7 @@ def _summary_charts(metrics: dict) -> list[Markup]:
             0,
         ),
     ):
-        if not any(s.get(f"{key}_mean") is not None for s in metrics["summary"]):
+        if not any(s.get(f"{key}_mean") is not None for s in m.summary):
             continue  # no cost view without an amount column
         out.append(
             charts.interval_chart(
@@ -152,7 +159,7 @@ def _summary_charts(metrics: dict) -> list[Markup]:
                         "points": per_split.get((s["method"], key), []),
                         "colour": colours.get(s["method"], "#555"),
                     }
-                    for s in metrics["summary"]
+                    for s in m.summary
                     if s.get(f"{key}_mean") is not None
                 ],
                 title=title,
@@ -167,12 +174,12 @@ def _summary_charts(metrics: dict) -> list[Markup]:
 _DRIFT_COLOURS = {"significant": "#c0392b", "moderate": "#e67e22", "stable": "#7f8c8d"}
 
 
-def _drift_chart(metrics: dict, n_features: int = 15) -> Markup | None:
+def _drift_chart(m: RunMetrics, n_features: int = 15) -> Markup | None:
     """The features' PSI, largest first, the threshold as a line."""
-    drift = metrics.get("drift")
-    if not drift or not drift.get("features"):
+    drift = m.drift
+    if drift is None or not drift.features:
         return None
-    shown = drift["features"][:n_features]
+    shown = drift.features[:n_features]
     return charts.interval_chart(
         [
             {
@@ -185,19 +192,19 @@ def _drift_chart(metrics: dict, n_features: int = 15) -> Markup | None:
             for f in shown
         ],
         title=f"Population stability index, the {len(shown)} largest",
-        x_label=f"PSI (line: {drift['threshold']}, a significant shift)",
-        reference=drift["threshold"],
+        x_label=f"PSI (line: {drift.threshold}, a significant shift)",
+        reference=drift.threshold,
         width=560,
     )
 
 
-def rows_added(metrics: dict) -> dict[str, float | None]:
+def rows_added(m: RunMetrics) -> dict[str, float | None]:
     """Mean new minority rows over the splits, per method, at the chosen amounts
     (``None`` for the methods that add none)."""
     per_method: dict[str, list] = {}
-    for r in metrics["results"]:
-        per_method.setdefault(r["method"], []).append(
-            None if r.get("sampling_strategy") is None else r.get("n_added")
+    for r in m.results:
+        per_method.setdefault(r.method, []).append(
+            None if r.sampling_strategy is None else r.n_added
         )
     return {
         m: None if None in v else round(sum(v) / len(v), 1)
@@ -205,30 +212,30 @@ def rows_added(metrics: dict) -> dict[str, float | None]:
     }
 
 
-def amount_rows(metrics: dict) -> list[dict[str, Any]]:
+def amount_rows(m: RunMetrics) -> list[dict[str, Any]]:
     """Per resampling method and grid amount: rows added, validation and test AUPRC
     (means over splits) and on how many splits the amount was chosen."""
-    grids: dict[str, list[dict]] = {}
-    for r in metrics["results"]:
-        if len(r.get("amount_search") or []) > 1:
-            grids.setdefault(r["method"], []).append(r)
+    grids: dict[str, list] = {}
+    for r in m.results:
+        if len(r.amount_search or []) > 1:
+            grids.setdefault(r.method, []).append(r)
     rows = []
     for method, records in grids.items():
-        for i in range(min(len(r["amount_search"]) for r in records)):
-            points = [r["amount_search"][i] for r in records]
+        for i in range(min(len(r.amount_search) for r in records)):
+            points = [r.amount_search[i] for r in records]
             rows.append(
                 {
                     "method": method,
                     "position": i,
-                    "sampling_strategy": sum(p["sampling_strategy"] for p in points)
+                    "sampling_strategy": sum(p.sampling_strategy for p in points)
                     / len(points),
-                    "n_added": sum(p["n_added"] for p in points) / len(points),
-                    "validation_auprc": sum(p["validation_auprc"] for p in points)
+                    "n_added": sum(p.n_added for p in points) / len(points),
+                    "validation_auprc": sum(p.validation_auprc for p in points)
                     / len(points),
-                    "test_auprc": sum(p["test_auprc"] for p in points) / len(points),
+                    "test_auprc": sum(p.test_auprc for p in points) / len(points),
                     "chosen": sum(
-                        r["n_added"] == p["n_added"]
-                        and r["sampling_strategy"] == p["sampling_strategy"]
+                        r.n_added == p.n_added
+                        and r.sampling_strategy == p.sampling_strategy
                         for r, p in zip(records, points, strict=True)
                     ),
                     "n_splits": len(records),
@@ -245,23 +252,23 @@ def _rows_label(n: float) -> str:
     )
 
 
-def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
+def _amount_charts(m: RunMetrics, rows: list[dict]) -> list[Markup]:
     """The dose-response charts: AUPRC against rows added (log scale), per method,
     on validation rows (what chose the amount) and on test rows. (Undersampling
     adds no rows: its amounts are in the table beside, by the ratio reached.)"""
     added = sorted({r["n_added"] for r in rows if r["n_added"] > 0})
     if not added:
         return []
-    colours = charts.colours(metrics["methods"])
+    colours = charts.colours(m.methods)
     lo, hi = math.log10(min(added)), math.log10(max(added))
     ticks = [
         (math.log10(v), _rows_label(v))
         for v in (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
         if lo - 0.05 <= math.log10(v) <= hi + 0.05
     ]
-    reference = roles(metrics)["reference"]
+    reference = roles(m)["reference"]
     baseline = {
-        key: [r[key] for r in metrics["results"] if r["method"] == reference]
+        key: [getattr(r, key) for r in m.results if r.method == reference]
         for key in ("validation_auprc", "auprc")
     }
     out = []
@@ -304,7 +311,7 @@ def _amount_charts(metrics: dict, rows: list[dict]) -> list[Markup]:
     return out
 
 
-def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]:
+def _gan_charts(m: RunMetrics, histories: dict[int, list[dict]]) -> list[Markup]:
     if not histories:
         return []
     split = min(histories)
@@ -336,7 +343,7 @@ def _gan_charts(metrics: dict, histories: dict[int, list[dict]]) -> list[Markup]
         )
     splits = sorted(histories)
     palette = charts.colours([f"split {s}" for s in splits])
-    selection = {g["split"]: g.get("selection") or [] for g in metrics["gan"]["splits"]}
+    selection = {g["split"]: g.get("selection") or [] for g in m.gan["splits"]}
     if any(selection.values()):
         out.append(
             charts.line_chart(
@@ -383,21 +390,22 @@ REPORT_FEATURES = 6
 """Distribution charts in the report: the features the detectors rank highest."""
 
 
-def top_features(metrics: dict, k: int = REPORT_FEATURES) -> list[str]:
+def top_features(m: RunMetrics, k: int = REPORT_FEATURES) -> list[str]:
     """The ``k`` features with the largest mean share of the detectors' total gain
-    (``none``'s detectors when it ran, else every method's), over the splits."""
-    records = [r for r in metrics["results"] if r.get("feature_importance")]
-    plain = [r for r in records if r["method"] == roles(metrics)["reference"]]
+    (the reference's detectors when it ran, else every method's), over the
+    splits."""
+    records = [r for r in m.results if r.feature_importance]
+    plain = [r for r in records if r.method == roles(m)["reference"]]
     records = plain or records
     totals: dict[str, float] = {}
     for r in records:
-        for name, share in r["feature_importance"].items():
+        for name, share in r.feature_importance.items():
             totals[name] = totals.get(name, 0.0) + share
     return [n for n, _ in sorted(totals.items(), key=lambda kv: -kv[1])][:k]
 
 
-def _axis_label(metrics: dict, feature: str) -> str:
-    schema = metrics.get("schema") or {}
+def _axis_label(m: RunMetrics, feature: str) -> str:
+    schema = m.schema_ or {}
     if feature == schema.get("amount"):
         return f"{feature} (amount)"
     if feature == schema.get("time"):
@@ -407,15 +415,16 @@ def _axis_label(metrics: dict, feature: str) -> str:
     return feature
 
 
-def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
-    views = metrics.get("fidelity", {}).get("views")
+def _fidelity_charts(m: RunMetrics) -> tuple[list[Markup], list[Markup]]:
+    fidelity = m.fidelity or {}
+    views = fidelity.get("views")
     if not views:
         return [], []
-    method_colours = charts.colours(metrics["methods"])
+    method_colours = charts.colours(m.methods)
     source_colour = {"real": REAL_COLOUR, **method_colours}
-    reference = metrics.get("fidelity", {}).get("reference", "test")
+    reference = fidelity.get("reference", "test")
     label = {"real": f"real {reference} frauds (n={views['n_real']})"}
-    shown = [f for f in top_features(metrics) if f in views["histograms"]]
+    shown = [f for f in top_features(m) if f in views["histograms"]]
     histograms = []
     for feature in shown or list(views["histograms"])[:REPORT_FEATURES]:
         h = views["histograms"][feature]
@@ -435,7 +444,7 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
                         for source, share in h["share"].items()
                     ],
                     title=title,
-                    x_label=_axis_label(metrics, feature),
+                    x_label=_axis_label(m, feature),
                     y_label="share of rows",
                 )
             )
@@ -457,7 +466,7 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
             charts.line_chart(
                 series,
                 title=title,
-                x_label=_axis_label(metrics, feature),
+                x_label=_axis_label(m, feature),
                 y_label="density",
                 width=360,
                 height=250,
@@ -474,11 +483,11 @@ def _fidelity_charts(metrics: dict) -> tuple[list[Markup], list[Markup]]:
     return histograms, heatmaps
 
 
-def fidelity_sources(metrics: dict) -> list[str]:
+def fidelity_sources(m: RunMetrics) -> list[str]:
     """The fidelity's sources in the report's order: the generators compared (the
     question first), the interpolation (SMOTE's rows), the real training frauds."""
-    fidelity = metrics.get("fidelity") or {}
-    named = roles(metrics)
+    fidelity = m.fidelity or {}
+    named = roles(m)
     order = [named["question"]]
     order += [
         k
@@ -490,11 +499,11 @@ def fidelity_sources(metrics: dict) -> list[str]:
     return [*order, named["interpolation"], REAL_TRAIN]
 
 
-def fidelity_columns(metrics: dict) -> list[dict[str, Any]]:
+def fidelity_columns(m: RunMetrics) -> list[dict[str, Any]]:
     """Per feature, each source's KS statistic (numeric) or total-variation
     distance (categorical), mean over splits: the report's per-column table."""
-    fidelity = metrics.get("fidelity") or {}
-    sources = [k for k in fidelity_sources(metrics) if k in fidelity]
+    fidelity = m.fidelity or {}
+    sources = [k for k in fidelity_sources(m) if k in fidelity]
     if not sources:
         return []
     names = list(fidelity[sources[0]].get("per_column") or {})

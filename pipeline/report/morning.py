@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from pipeline.core.errors import ArtifactError
 from pipeline.evaluation.metrics import best_method
+from pipeline.evaluation.records import as_metrics
 from pipeline.report import charts
 from pipeline.report.render import templates
 
@@ -23,58 +24,77 @@ def _date(run_id: str) -> str:
 
 
 def night_figures(run: dict[str, Any]) -> dict[str, Any]:
-    """What the morning page shows of one run (a ``metrics.json``): its best
-    method, the decision its headline states (the GAN against ``none``), the
-    champion on the newest data, drift's largest PSI, the rows and
+    """What the morning page shows of one run (a ``metrics.json``, read as its
+    model): its best method, the decision its headline states (the GAN against
+    ``none``), the champion on the newest data, drift's largest PSI, the rows and
     frauds that arrived (a partitioned source's new and changed partitions; a
     single file: all of it), and its alerts — the events ``fraudaug alerts``
-    notifies on by default (:mod:`pipeline.report.alerts`)."""
+    notifies on by default (:mod:`pipeline.report.alerts`). A night whose
+    ``metrics.json`` no model reads (written by a much older fraudaug) shows its
+    run and status only."""
     from pipeline.report.alerts import run_events
 
-    primary = run.get("primary_metric") or "auprc"
-    summary = run.get("summary") or []
+    try:
+        m = as_metrics(run)
+    except ArtifactError:
+        return {**_UNREAD, "primary": run.get("primary_metric") or "auprc"}
+    primary = m.primary_metric or "auprc"
     means = {
         s["method"]: s[f"{primary}_mean"]
-        for s in summary
+        for s in m.summary
         if s.get(f"{primary}_mean") is not None
     }
-    best = (best_method(summary, primary) or (None,))[0]
-    mon = run.get("monitoring") or {}
-    scored = mon.get("status") == "scored"
-    drift = run.get("drift") or {}
-    psi = [f["psi"] for f in drift.get("features") or [] if f.get("psi") is not None]
-    data = run.get("data") or {}
-    rows, frauds = data.get("rows"), data.get("frauds")
-    changes = data.get("changes") or {}
-    if data.get("partitions") and changes.get("previous_run"):
+    best = (best_method(m.summary, primary) or (None,))[0]
+    mon = m.monitoring
+    scored = mon is not None and mon.status == "scored"
+    now = (mon.now or {}) if scored else {}
+    psi = [
+        f["psi"]
+        for f in (m.drift.features if m.drift else [])
+        if f.get("psi") is not None
+    ]
+    rows, frauds = m.data.rows, m.data.frauds
+    changes = m.data.changes or {}
+    if m.data.partitions and changes.get("previous_run"):
         arrived = set(changes.get("new") or []) | set(changes.get("changed") or [])
-        parts = [p for p in data["partitions"] if p["path"] in arrived]
+        parts = [p for p in m.data.partitions if p["path"] in arrived]
         rows = sum(p.get("rows") or 0 for p in parts)
         frauds = sum(p.get("frauds") or 0 for p in parts)
-    try:
-        alerts = [e.name for e in run_events(run) if e.kind.alert]
-    except (ArtifactError, KeyError, TypeError, ValueError):  # an older run's
-        alerts = []
+    decision = m.comparison.decision if m.comparison else None
     return {
         "primary": primary,
         "best": best,
         "best_value": means.get(best) if best else None,
-        "decision": (run.get("comparison") or {}).get("decision"),
+        "decision": decision.to_json() if decision is not None else None,
         "means": means,
-        "champion": mon.get("now", {}).get(mon.get("metric") or primary)
-        if scored
-        else None,
-        "champion_top_k": mon.get("now", {}).get("precision_top_k") if scored else None,
-        "champion_version": (mon.get("champion") or {}).get("version")
-        if scored
-        else None,
-        "decayed": bool(mon.get("alert")),
+        "champion": now.get(mon.metric or primary) if scored else None,
+        "champion_top_k": now.get("precision_top_k") if scored else None,
+        "champion_version": (mon.champion or {}).get("version") if scored else None,
+        "decayed": bool(mon is not None and mon.alert),
         "psi": max(psi) if psi else None,
-        "psi_threshold": drift.get("threshold"),
+        "psi_threshold": m.drift.threshold if m.drift else None,
         "rows": rows,
         "frauds": frauds,
-        "alerts": alerts,
+        "alerts": [e.name for e in run_events(m) if e.kind.alert],
     }
+
+
+_UNREAD = {
+    "best": None,
+    "best_value": None,
+    "decision": None,
+    "means": {},
+    "champion": None,
+    "champion_top_k": None,
+    "champion_version": None,
+    "decayed": False,
+    "psi": None,
+    "psi_threshold": None,
+    "rows": None,
+    "frauds": None,
+    "alerts": [],
+}
+"""A night whose ``metrics.json`` no model reads: nothing but its run."""
 
 
 def render_index(runs: list[dict[str, Any]]) -> str:

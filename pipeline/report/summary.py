@@ -6,7 +6,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pipeline.report.figures import roles, rows_added
+from pipeline.evaluation.records import RunMetrics, as_metrics
+from pipeline.report.figures import rows_added, versus_reference
 from pipeline.report.render import format_ci
 
 
@@ -15,47 +16,47 @@ def _md_code(text: str) -> str:
     return "`" + html.escape(str(text).replace("`", "'"), quote=False) + "`"
 
 
-def summary_markdown(metrics: dict[str, Any], report_path: str | None = None) -> str:
+def summary_markdown(
+    metrics: RunMetrics | dict[str, Any], report_path: str | None = None
+) -> str:
     """A short Markdown summary of a run (for a Prefect artifact): the generated
     headline and verdicts, the registry decision, the cached stages."""
-    lines = [f"# fraudaug run {metrics['run_id']}", ""]
-    if metrics["data"].get("demo"):
+    m = as_metrics(metrics)
+    lines = [f"# fraudaug run {m.run_id}", ""]
+    if m.data.demo:
         lines += ["**DEMO DATA: synthetic, not real transactions.**", ""]
-    lines += [f"**{metrics['comparison']['headline']}**", ""]
-    lines += [f"- {v}" for v in metrics["comparison"]["verdicts"]]
-    registry = metrics.get("registry")
-    if registry:
-        state = "promoted" if registry["promoted"] else "unchanged"
-        lines += ["", f"**Champion {state}.** {registry['reason']}."]
-        if registry.get("model_uri"):
-            aliases = ", ".join(registry.get("aliases") or [])
-            lines.append(f"Registered as `{registry['model_uri']}` ({aliases}).")
-    if metrics.get("cached_stages"):
-        lines += ["", "Cached stages: " + ", ".join(metrics["cached_stages"]) + "."]
-    data = metrics["data"]
+    lines += [f"**{m.comparison.headline}**", ""]
+    lines += [f"- {v}" for v in m.comparison.verdicts]
+    registry = m.registry
+    if registry is not None:
+        state = "promoted" if registry.promoted else "unchanged"
+        lines += ["", f"**Champion {state}.** {registry.reason}."]
+        if registry.model_uri:
+            aliases = ", ".join(registry.aliases or [])
+            lines.append(f"Registered as `{registry.model_uri}` ({aliases}).")
+    if m.cached_stages:
+        lines += ["", "Cached stages: " + ", ".join(m.cached_stages) + "."]
+    data = m.data
     lines += [
         "",
-        f"Data: {_md_code(data['path'])} ({data['rows']:,} rows, {data['frauds']:,} "
-        f"frauds, sha256 `{data['sha256'][:12]}`); profile `{metrics['profile']}`, "
-        f"{metrics['n_splits']} split(s), seed {metrics['seed']}, "
-        f"{metrics.get('duration_seconds') or 0:.0f} s.",
+        f"Data: {_md_code(data.path)} ({data.rows:,} rows, {data.frauds:,} "
+        f"frauds, sha256 `{data.sha256[:12]}`); profile `{m.profile}`, "
+        f"{m.n_splits} split(s), seed {m.seed}, "
+        f"{m.duration_seconds or 0:.0f} s.",
     ]
     if report_path:
         lines += ["", f"Report: {_md_code(report_path)}"]
     return "\n".join(lines) + "\n"
 
 
-def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+def summary_table(metrics: RunMetrics | dict[str, Any]) -> list[dict[str, Any]]:
     """One row per method: means, corrected CIs, and the paired difference to
-    ``none`` with its corrected CI and decision."""
-    diffs = {
-        c["method"]: c
-        for c in metrics.get("comparison", {}).get("comparisons", [])
-        if c["baseline"] == roles(metrics)["reference"]
-    }
-    added = rows_added(metrics)
+    the reference (no resampling) with its corrected CI and decision."""
+    m = as_metrics(metrics)
+    diffs = {c.method: c for c in versus_reference(m)}
+    added = rows_added(m)
     rows = []
-    for s in metrics["summary"]:
+    for s in m.summary:
         d = diffs.get(s["method"])
         rows.append(
             {
@@ -63,10 +64,10 @@ def summary_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
                 "rows_added_mean": added.get(s["method"]),
                 "auprc_mean": round(s["auprc_mean"], 4),
                 "auprc_ci95": format_ci(s.get("auprc_ci95")),
-                "delta_vs_none": None if d is None else round(d["mean_diff"], 4),
-                "delta_ci95": None if d is None else format_ci(d.get("ci95_corrected")),
-                "decision": None if d is None else d.get("decision"),
-                "p_better": None if d is None else d.get("p_better"),
+                "delta_vs_none": None if d is None else round(d.mean_diff, 4),
+                "delta_ci95": None if d is None else format_ci(d.ci95_corrected),
+                "decision": None if d is None else d.decision,
+                "p_better": None if d is None else d.p_better,
                 "roc_auc_mean": round(s["roc_auc_mean"], 4),
                 "recall_at_precision_90_mean": round(
                     s["recall_at_precision_90_mean"], 4
