@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.evaluation.records import Failure
+from pipeline.evaluation.records import AmountChoice, Failure
 
 AMOUNT_RULES = ("per_split", "pooled")
 
@@ -161,4 +161,5 @@ def choose_amounts(
                 "n_added": [grids[s][chosen[s]]["n_added"] for s in sorted(grids)],
             }
         choice["methods"][method] = entry
+    AmountChoice.model_validate(choice)  # every key has its owner
     return records, choice

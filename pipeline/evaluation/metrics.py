@@ -212,9 +212,11 @@ def best_method(summary: list[dict], metric: str) -> tuple[str, float] | None:
     all name this one."""
     best = None
     for entry in summary:
-        value = entry.get(f"{metric}_mean")
+        # (a summarise() entry, or the MethodSummary a metrics.json is read as)
+        fields = entry if isinstance(entry, dict) else vars(entry)
+        value = fields.get(f"{metric}_mean")
         if value is not None and (best is None or value > best[1]):
-            best = (entry["method"], value)
+            best = (fields["method"], value)
     return best
 
 

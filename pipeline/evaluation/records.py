@@ -16,9 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pipeline.core.errors import ArtifactError
+from pipeline.evaluation.metrics import METRICS
 
 
 class Record(BaseModel):
@@ -123,6 +124,57 @@ class FitRecord(Record):
     )
     amount_rule: str | None = None
     amount_search: list[AmountPoint] | None = None
+
+
+class SplitFits(Record):
+    """One method on one split: a fit per amount (``grid``, in increasing amount)
+    and each amount that failed (``failed``), as the fit stage returns them."""
+
+    method: str
+    split: int
+    grid: list[FitRecord]
+    failed: list[dict[str, Any]] | None = Field(
+        None, description="Per failed amount: n_minority or n_majority, reason."
+    )
+
+
+MethodSummary = create_model(
+    "MethodSummary",
+    __base__=Record,
+    __doc__="A method's figures over the splits: per metric its mean, sd and 95 % "
+    "interval corrected for the training rows the splits share.",
+    method=(str, ...),
+    n_splits=(int | None, None),
+    rho=(float | None, None),
+    **{
+        f"{metric}_{what}": (kind, None)
+        for metric in METRICS
+        for what, kind in (
+            ("mean", float | None),
+            ("sd", float | None),
+            ("ci95", Interval | None),
+        )
+    },
+)
+
+
+class RuleOutcome(Record):
+    """How an amount rule did on the test rows: its metric's mean and sd over
+    the splits, and the rows it added on each."""
+
+    test_auprc_mean: float | None = None
+    test_auprc_sd: float | None = None
+    test_precision_top_k_mean: float | None = None
+    test_precision_top_k_sd: float | None = None
+    n_added: list[int]
+
+
+class AmountChoice(Record):
+    """The amount rule used and, per resampling method, how each rule did."""
+
+    rule: str = Field(description="per_split or pooled (evaluation.amount_choice).")
+    metric: str | None = None
+    methods: dict[str, dict[str, RuleOutcome]] = {}
 
 
 class Failure(Record):
@@ -332,12 +384,12 @@ class RunMetrics(Record):
     sampling: dict[str, Any] | None = None
     primary_metric: str | None = None
     results: list[FitRecord] = []
-    summary: list[dict[str, Any]] = Field(
+    summary: list[MethodSummary] = Field(  # type: ignore[valid-type]
         [], description="Per method: each metric's mean, sd and interval."
     )
     comparison: Comparison | None = None
     precision_top_k: dict[str, Any] | None = None
-    amount_choice: dict[str, Any] | None = None
+    amount_choice: AmountChoice | None = None
     failures: list[Failure] = []
     gan: dict[str, Any] | None = None
     fidelity: dict[str, Any] | None = None

@@ -226,13 +226,14 @@ def _metric_rows(
     from pipeline.evaluation.metrics import HEADLINE_METRICS
 
     rows: list[tuple[str, float, int]] = []
-    for summary in m.summary or []:
-        method = summary["method"]
+    for summary in m.summary:
+        method = summary.method
         for name in HEADLINE_METRICS:
-            if summary.get(f"{name}_mean") is None:
+            mean = getattr(summary, f"{name}_mean")
+            if mean is None:
                 continue
-            rows.append((f"{method}.{name}_mean", summary[f"{name}_mean"], 0))
-            low, high = summary.get(f"{name}_ci95") or (None, None)
+            rows.append((f"{method}.{name}_mean", mean, 0))
+            low, high = getattr(summary, f"{name}_ci95") or (None, None)
             if low is not None:
                 rows.append((f"{method}.{name}_ci95_low", low, 0))
                 rows.append((f"{method}.{name}_ci95_high", high, 0))

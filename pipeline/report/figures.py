@@ -31,6 +31,10 @@ def roles(m: RunMetrics) -> dict[str, str]:
     }
 
 
+def _listed(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else list(interval)
+
+
 def versus_reference(m: RunMetrics) -> list:
     """The paired comparisons of each method with the reference."""
     reference = roles(m)["reference"]
@@ -103,9 +107,7 @@ def _summary_charts(m: RunMetrics) -> list[Markup]:
                     {
                         "name": c.method,
                         "mean": c.mean_diff,
-                        "ci": None
-                        if c.ci95_corrected is None
-                        else list(c.ci95_corrected),
+                        "ci": _listed(c.ci95_corrected),
                         "points": c.per_split,
                         "colour": colours.get(c.method, "#555"),
                         "note": (
@@ -147,20 +149,20 @@ def _summary_charts(m: RunMetrics) -> list[Markup]:
             0,
         ),
     ):
-        if not any(s.get(f"{key}_mean") is not None for s in m.summary):
+        if not any(getattr(s, f"{key}_mean") is not None for s in m.summary):
             continue  # no cost view without an amount column
         out.append(
             charts.interval_chart(
                 [
                     {
-                        "name": s["method"],
-                        "mean": s.get(f"{key}_mean"),
-                        "ci": s.get(f"{key}_ci95"),
-                        "points": per_split.get((s["method"], key), []),
-                        "colour": colours.get(s["method"], "#555"),
+                        "name": s.method,
+                        "mean": getattr(s, f"{key}_mean"),
+                        "ci": _listed(getattr(s, f"{key}_ci95")),
+                        "points": per_split.get((s.method, key), []),
+                        "colour": colours.get(s.method, "#555"),
                     }
                     for s in m.summary
-                    if s.get(f"{key}_mean") is not None
+                    if getattr(s, f"{key}_mean") is not None
                 ],
                 title=title,
                 x_label=label,

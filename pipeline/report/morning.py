@@ -40,9 +40,9 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
         return {**_UNREAD, "primary": run.get("primary_metric") or "auprc"}
     primary = m.primary_metric or "auprc"
     means = {
-        s["method"]: s[f"{primary}_mean"]
+        s.method: getattr(s, f"{primary}_mean")
         for s in m.summary
-        if s.get(f"{primary}_mean") is not None
+        if getattr(s, f"{primary}_mean") is not None
     }
     best = (best_method(m.summary, primary) or (None,))[0]
     mon = m.monitoring

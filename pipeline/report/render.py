@@ -139,7 +139,7 @@ def render_report(
             histogram_charts=histogram_charts,
             heatmap_charts=heatmap_charts,
             fidelity_columns=fidelity_columns(m),
-            cost_view=any(s.get("net_savings_mean") is not None for s in m.summary),
+            cost_view=any(s.net_savings_mean is not None for s in m.summary),
             colours=charts.colours(m.methods),
             environment=m.environment or {},
             primary_label=METRIC_LABELS[m.primary_metric or "auprc"],

@@ -57,24 +57,22 @@ def summary_table(metrics: RunMetrics | dict[str, Any]) -> list[dict[str, Any]]:
     added = rows_added(m)
     rows = []
     for s in m.summary:
-        d = diffs.get(s["method"])
+        d = diffs.get(s.method)
         rows.append(
             {
-                "method": s["method"],
-                "rows_added_mean": added.get(s["method"]),
-                "auprc_mean": round(s["auprc_mean"], 4),
-                "auprc_ci95": format_ci(s.get("auprc_ci95")),
+                "method": s.method,
+                "rows_added_mean": added.get(s.method),
+                "auprc_mean": round(s.auprc_mean, 4),
+                "auprc_ci95": format_ci(s.auprc_ci95),
                 "delta_vs_none": None if d is None else round(d.mean_diff, 4),
                 "delta_ci95": None if d is None else format_ci(d.ci95_corrected),
                 "decision": None if d is None else d.decision,
                 "p_better": None if d is None else d.p_better,
-                "roc_auc_mean": round(s["roc_auc_mean"], 4),
-                "recall_at_precision_90_mean": round(
-                    s["recall_at_precision_90_mean"], 4
-                ),
+                "roc_auc_mean": round(s.roc_auc_mean, 4),
+                "recall_at_precision_90_mean": round(s.recall_at_precision_90_mean, 4),
                 "net_savings_mean": None
-                if s.get("net_savings_mean") is None
-                else round(s["net_savings_mean"], 2),
+                if s.net_savings_mean is None
+                else round(s.net_savings_mean, 2),
             }
         )
     return rows

@@ -26,7 +26,7 @@ from pipeline.core.errors import ConfigError, TrainingError, one_line
 from pipeline.core.memory import release_free_memory
 from pipeline.data.schema import TableSchema
 from pipeline.evaluation.metrics import compute_metrics
-from pipeline.evaluation.records import FitRecord
+from pipeline.evaluation.records import FitRecord, SplitFits
 from pipeline.evaluation.topk import top_k_metrics
 from pipeline.features.rows import SplitInputs
 from pipeline.resampling.method import Method
@@ -154,6 +154,7 @@ def stage_fit_detector(
     result: dict[str, Any] = {"method": method, "split": split, "grid": grid}
     if failed:
         result["failed"] = failed
+    SplitFits.model_validate(result)  # every key has its owner
     return result
 
 
