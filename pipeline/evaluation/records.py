@@ -352,6 +352,77 @@ class Drift(Record):
     unseen: dict[str, Any] | None = None
 
 
+class GanSummary(Record):
+    """Every split's GAN (its training, the step its validation rows chose, its
+    last losses; one mapping per split, as the trainer describes it), the
+    non-finite updates skipped in all, the device."""
+
+    splits: list[dict[str, Any]] = []
+    nonfinite_steps: int = 0
+    device: str | None = None
+
+
+class FidelitySource(Record):
+    """One source of fraud rows judged against real frauds, mean over splits."""
+
+    c2st_auc: float | None = None
+    ks_mean: float | None = None
+    tvd_mean: float | None = None
+    corr_diff: float | None = None
+    dcr_median: float | None = None
+    near_copy_share: float | None = None
+    per_column: dict[str, dict[str, float]] = Field(
+        {}, description="Per feature: KS (numeric) or total variation (categorical)."
+    )
+    per_split: list[dict[str, Any]] = []
+
+
+class Fidelity(Record):
+    """How real each source's fraud rows look: one entry per source (the
+    generators, the interpolation, ``real_train`` the floor), named by it."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, FidelitySource] = Field(init=False)
+
+    reference: str | None = Field(
+        None,
+        description="test, or validation out of time: the real frauds judged against.",
+    )
+    left_out: list[str] | None = None
+    failed: dict[str, str] | None = Field(
+        None, description="A source (or the stage) that failed, per split: why."
+    )
+    views: dict[str, Any] | None = Field(
+        None, description="Split 0's histograms and association differences."
+    )
+
+
+class Sampling(Record):
+    """What the training rows' budget (``sampling.max_train_rows``) kept."""
+
+    max_train_rows: int | None = None
+    sampled: bool = False
+    splits: list[dict[str, Any]] = []
+
+
+class PrecisionTopK(Record):
+    """Precision of each day's top-k alerts (and per card with an entity)."""
+
+    alerts_per_day: int
+    time: str | None = None
+    entity: str | None = None
+    per_fold: list[dict[str, Any]] = []
+    summary: list[dict[str, Any]] = []
+
+
+class Resources(Record):
+    """Where the run's time and memory went, stage by stage."""
+
+    peak_rss_mb: float | None = None
+    interval_seconds: float | None = None
+    stages: list[dict[str, Any]] = []
+
+
 class RunMetrics(Record):
     """``metrics.json``: a run's every figure. A monitor-only night (no training)
     writes the sections it has."""
@@ -381,24 +452,24 @@ class RunMetrics(Record):
     method_details: list[MethodDetail] | None = None
     n_splits: int | None = None
     folds: list[dict[str, Any]] | None = None
-    sampling: dict[str, Any] | None = None
+    sampling: Sampling | None = None
     primary_metric: str | None = None
     results: list[FitRecord] = []
     summary: list[MethodSummary] = Field(  # type: ignore[valid-type]
         [], description="Per method: each metric's mean, sd and interval."
     )
     comparison: Comparison | None = None
-    precision_top_k: dict[str, Any] | None = None
+    precision_top_k: PrecisionTopK | None = None
     amount_choice: AmountChoice | None = None
     failures: list[Failure] = []
-    gan: dict[str, Any] | None = None
-    fidelity: dict[str, Any] | None = None
+    gan: GanSummary | None = None
+    fidelity: Fidelity | None = None
     drift: Drift | None = None
     monitoring: Monitoring | None = None
     random_split_reference: dict[str, Any] | None = None
     cached_stages: list[str] | None = None
     environment: dict[str, Any] | None = None
-    resources: dict[str, Any] | None = None
+    resources: Resources | None = None
     registry: RegistryDecision | None = None
     tracking: dict[str, str] | None = Field(
         None, description="The run's MLflow run: uri, experiment id, run id."

@@ -246,13 +246,12 @@ def _metric_rows(
     # The fidelity module's own list (imported here: it loads numpy).
     from pipeline.evaluation.fidelity import FIDELITY_METRICS
 
-    for source, figures in (m.fidelity or {}).items():
-        if not isinstance(figures, dict) or "per_split" not in figures:
-            continue
+    sources = (m.fidelity.model_extra or {}) if m.fidelity else {}
+    for source, figures in sources.items():
         for name in FIDELITY_METRICS:
-            if figures.get(name) is not None:
-                rows.append((f"fidelity.{source}.{name}", figures[name], 0))
-        for entry in figures["per_split"]:
+            if getattr(figures, name) is not None:
+                rows.append((f"fidelity.{source}.{name}", getattr(figures, name), 0))
+        for entry in figures.per_split:
             for name in FIDELITY_METRICS:
                 if entry.get(name) is not None:
                     rows.append(
@@ -317,11 +316,11 @@ def _tags(m: RunMetrics) -> dict[str, Any]:
         )
         for key in ("p_better", "p_equivalent", "p_worse", "rope", "resolution"):
             tags[f"fraudaug.verdict.{key}"] = repr(getattr(verdict, key))
-    sampling = m.sampling or {}
-    if sampling:
-        tags["fraudaug.sampling.max_train_rows"] = sampling["max_train_rows"]
-        tags["fraudaug.sampling.sampled"] = str(sampling["sampled"]).lower()
-        shares = [s["rows"]["train"]["share"] for s in sampling["splits"] if s["rows"]]
+    sampling = m.sampling
+    if sampling is not None:
+        tags["fraudaug.sampling.max_train_rows"] = sampling.max_train_rows
+        tags["fraudaug.sampling.sampled"] = str(sampling.sampled).lower()
+        shares = [s["rows"]["train"]["share"] for s in sampling.splits if s["rows"]]
         if shares:
             tags["fraudaug.sampling.share"] = ", ".join(f"{v:g}" for v in shares)
     plugins: dict[str, list[str]] = {}

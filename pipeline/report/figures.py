@@ -345,7 +345,7 @@ def _gan_charts(m: RunMetrics, histories: dict[int, list[dict]]) -> list[Markup]
         )
     splits = sorted(histories)
     palette = charts.colours([f"split {s}" for s in splits])
-    selection = {g["split"]: g.get("selection") or [] for g in m.gan["splits"]}
+    selection = {g["split"]: g.get("selection") or [] for g in m.gan.splits}
     if any(selection.values()):
         out.append(
             charts.line_chart(
@@ -418,13 +418,12 @@ def _axis_label(m: RunMetrics, feature: str) -> str:
 
 
 def _fidelity_charts(m: RunMetrics) -> tuple[list[Markup], list[Markup]]:
-    fidelity = m.fidelity or {}
-    views = fidelity.get("views")
+    views = m.fidelity.views if m.fidelity else None
     if not views:
         return [], []
     method_colours = charts.colours(m.methods)
     source_colour = {"real": REAL_COLOUR, **method_colours}
-    reference = fidelity.get("reference", "test")
+    reference = m.fidelity.reference or "test"
     label = {"real": f"real {reference} frauds (n={views['n_real']})"}
     shown = [f for f in top_features(m) if f in views["histograms"]]
     histograms = []
@@ -485,18 +484,20 @@ def _fidelity_charts(m: RunMetrics) -> tuple[list[Markup], list[Markup]]:
     return histograms, heatmaps
 
 
+def fidelity_by_source(m: RunMetrics) -> dict[str, Any]:
+    """Each judged source's fidelity (:class:`FidelitySource`), by its name."""
+    return dict(m.fidelity.model_extra or {}) if m.fidelity else {}
+
+
 def fidelity_sources(m: RunMetrics) -> list[str]:
     """The fidelity's sources in the report's order: the generators compared (the
     question first), the interpolation (SMOTE's rows), the real training frauds."""
-    fidelity = m.fidelity or {}
     named = roles(m)
     order = [named["question"]]
     order += [
         k
-        for k in fidelity
+        for k in fidelity_by_source(m)
         if k not in (named["question"], named["interpolation"], REAL_TRAIN)
-        and isinstance(fidelity[k], dict)
-        and "c2st_auc" in fidelity[k]
     ]
     return [*order, named["interpolation"], REAL_TRAIN]
 
@@ -504,20 +505,20 @@ def fidelity_sources(m: RunMetrics) -> list[str]:
 def fidelity_columns(m: RunMetrics) -> list[dict[str, Any]]:
     """Per feature, each source's KS statistic (numeric) or total-variation
     distance (categorical), mean over splits: the report's per-column table."""
-    fidelity = m.fidelity or {}
+    fidelity = fidelity_by_source(m)
     sources = [k for k in fidelity_sources(m) if k in fidelity]
     if not sources:
         return []
-    names = list(fidelity[sources[0]].get("per_column") or {})
+    names = list(fidelity[sources[0]].per_column)
     rows = []
     for name in names:
-        entry = fidelity[sources[0]]["per_column"][name]
+        entry = fidelity[sources[0]].per_column[name]
         kind = "tvd" if "tvd" in entry else "ks"
         rows.append(
             {
                 "feature": name,
                 "statistic": "total variation" if kind == "tvd" else "KS",
-                **{s: fidelity[s]["per_column"][name][kind] for s in sources},
+                **{s: fidelity[s].per_column[name][kind] for s in sources},
             }
         )
     return rows
