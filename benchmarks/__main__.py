@@ -228,12 +228,13 @@ def bench_commands(
     speed, not its quality, is measured); the champion is split 0's ``none``
     detector at the default profile's settings."""
     from pipeline.core.artifacts import file_sha256, load_json
+    from pipeline.data.schema import KAGGLE
     from pipeline.detector.fitting import fit_detector
     from pipeline.detector.model import make_detector
     from pipeline.evaluation.metrics import choose_threshold
     from pipeline.gan.storage import save_gan
     from pipeline.gan.trainer import train_cwgan_gp
-    from pipeline.registry.promotion import record_challenger
+    from pipeline.registry.promotion import ChampionRule, HeldOut, record_challenger
     from pipeline.registry.tracking import finish_tracking, start_tracking
 
     X, y = data["train"]["X"], data["train"]["y"]
@@ -279,16 +280,17 @@ def bench_commands(
         method="none",
         detector_path=work / "detector.ubj",
         transformer_path=transformer_path,
+        schema=KAGGLE,
         threshold=choose_threshold(data["validation"]["y"], validation),
         metrics={},
         data_sha256=file_sha256(data_path),
-        frame=None,  # (used only to score an existing champion: there is none)
         fit_rows=np.r_[data["train"]["rows"], data["validation"]["rows"]],
-        test_rows=data["test"]["rows"],
-        test_scores=scores,
-        rope=0.0,
-        n_resamples=0,
-        random_state=0,
+        held_out=HeldOut(
+            rows=data["test"]["rows"],
+            frame=None,  # (used only to score an existing champion: there is none)
+            scores=scores,
+        ),
+        rule=ChampionRule(rope=0.0, n_resamples=0, random_state=0),
     )
     finish_tracking(tracking)
     # The full file repeated (header once) to >= 10M rows.

@@ -143,7 +143,7 @@ def offer_challenger(
     (``candidates``: the ``candidates`` fixture; ``name``: good or weak)."""
     from xgboost import XGBClassifier
 
-    from pipeline.registry.promotion import record_challenger
+    from pipeline.registry.promotion import ChampionRule, HeldOut, record_challenger
     from pipeline.registry.tracking import finish_tracking, start_tracking
 
     frame, fit_rows, test_rows, root, paths, transformer = candidates
@@ -166,15 +166,14 @@ def offer_challenger(
             threshold=0.5,
             metrics=metrics or {"auprc": 0.0},
             data_sha256="sha-of-demo",
-            frame=frame.iloc[test_rows],
-            day_totals=demo_day_totals(frame),
             fit_rows=fit_rows,
-            test_rows=test_rows,
-            test_scores=model.predict_proba(X)[:, 1],
-            rope=rope,
-            n_resamples=100,
-            random_state=0,
-            **decision,
+            held_out=HeldOut(
+                rows=test_rows,
+                frame=frame.iloc[test_rows],
+                scores=model.predict_proba(X)[:, 1],
+                day_totals=demo_day_totals(frame),
+            ),
+            rule=ChampionRule(rope=rope, n_resamples=100, random_state=0, **decision),
         )
     finally:
         finish_tracking(mlflow_run)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,46 +39,63 @@ _RETRIES = 5
 """Decisions taken again when another machine moved the champion meanwhile."""
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """The challenger's held-out rows, where it is judged: their positions in the
+    run's input (``rows``), those rows of the input (``frame``, validated by the
+    schema; ``frame.iloc[i]`` is row ``rows[i]``), the challenger's ``scores`` on
+    them, and the input's rows per day (``day_totals``: precision top-k's alert
+    budget)."""
+
+    rows: np.ndarray
+    frame: pd.DataFrame | None
+    scores: np.ndarray
+    day_totals: dict[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class ChampionRule:
+    """The champion rule's settings: the region of practical equivalence of the
+    compared ``metric`` (``evaluation.rope``), the paired bootstrap's resamples and
+    seed, and precision top-k's alerts per day."""
+
+    rope: float
+    n_resamples: int
+    random_state: int
+    metric: str = "auprc"
+    alerts_per_day: int = 100
+
+
 def judge(
     champion: dict[str, Any] | None,
     *,
     method: str,
     data_sha256: str,
     schema: TableSchema,
-    frame: pd.DataFrame,
-    test_rows: np.ndarray,
-    test_scores: np.ndarray,
-    rope: float,
-    n_resamples: int,
-    random_state: int,
-    metric: str = "auprc",
-    alerts_per_day: int = 100,
-    day_totals: dict[int, int] | None = None,
+    held_out: HeldOut,
+    rule: ChampionRule,
 ) -> dict[str, Any]:
-    """Should the challenger replace ``champion`` (a
-    :func:`~pipeline.registry.store.fetch_version` result, or ``None``)?
-    ``test_rows`` are the challenger's held-out rows (positions in the run's
-    input), ``frame`` those rows of the input (validated by ``schema``;
-    ``frame.iloc[i]`` is row ``test_rows[i]``), ``test_scores`` the challenger's
-    scores on them and ``day_totals`` the input's rows per day (precision
-    top-k's alert budget). No champion yet, or one that reads another schema and
-    cannot score these rows: the challenger replaces it. Otherwise the champion
-    scores the rows it never saw and :func:`pipeline.registry.champion.decide`
-    rules."""
+    """Should the challenger (``method``, on the input ``data_sha256`` read by
+    ``schema``) replace ``champion`` (a
+    :func:`~pipeline.registry.store.fetch_version` result, or ``None``), judged
+    on its ``held_out`` rows by ``rule``? No champion yet, or one that reads
+    another schema and cannot score these rows: the challenger replaces it.
+    Otherwise the champion scores the rows it never saw and
+    :func:`pipeline.registry.champion.decide` rules."""
     import numpy as np
 
     from pipeline.core.days import day_numbers
 
     if champion is None:
         return {
-            "rope": rope,
+            "rope": rule.rope,
             "promoted": True,
             "reason": "no champion yet: the challenger becomes champion",
         }
     model, transformer = load_detector(champion["path"])
     if transformer.schema != schema:
         return {
-            "rope": rope,
+            "rope": rule.rope,
             "champion": {
                 k: champion[k] for k in ("version", "method", "run_id", "data_sha256")
             },
@@ -86,9 +104,9 @@ def judge(
             f"{transformer.schema.name} schema, not this run's {schema.name} schema, "
             "and cannot score its rows: the challenger becomes champion",
         }
-    scores = np.asarray(test_scores)
-    keep = never_fitted(np.asarray(test_rows), fitted_rows(champion, data_sha256))
-    part = frame.iloc[np.flatnonzero(keep)]
+    scores = np.asarray(held_out.scores)
+    keep = never_fitted(np.asarray(held_out.rows), fitted_rows(champion, data_sha256))
+    part = held_out.frame.iloc[np.flatnonzero(keep)]
     if not keep.all():
         scores = scores[keep]
     same = champion["data_sha256"] == data_sha256
@@ -104,13 +122,15 @@ def judge(
         if same
         else "the challenger's test rows (new data: the champion was trained on "
         "another file)",
-        rope=rope,
-        n_resamples=n_resamples,
-        random_state=random_state,
-        metric=metric,
-        days=day_numbers(part[schema.time]) if metric == "precision_top_k" else None,
-        alerts_per_day=alerts_per_day,
-        day_totals=day_totals,
+        rope=rule.rope,
+        n_resamples=rule.n_resamples,
+        random_state=rule.random_state,
+        metric=rule.metric,
+        days=day_numbers(part[schema.time])
+        if rule.metric == "precision_top_k"
+        else None,
+        alerts_per_day=rule.alerts_per_day,
+        day_totals=held_out.day_totals,
     )
 
 
@@ -160,21 +180,13 @@ def record_challenger(
     threshold: float,
     metrics: dict[str, Any],
     data_sha256: str,
-    frame: pd.DataFrame,
     fit_rows: np.ndarray,
-    test_rows: np.ndarray,
-    test_scores: np.ndarray,
-    rope: float,
-    n_resamples: int,
-    random_state: int,
-    metric: str = "auprc",
-    alerts_per_day: int = 100,
-    day_totals: dict[int, int] | None = None,
+    held_out: HeldOut,
+    rule: ChampionRule,
 ) -> dict[str, Any]:
     """Log the challenger into its MLflow run (``mlflow_run``, from
     :func:`pipeline.registry.tracking.start_tracking`), decide against the champion on
-    shared held-out rows (``frame``: the input's ``test_rows``; see
-    :func:`judge`), register it as a new version of
+    its ``held_out`` rows by ``rule`` (:func:`judge`), register it as a new version of
     ``fraudaug-detector`` with the decision as tags, point ``challenger`` at it,
     and ``champion`` too if it won. Returns the decision (also the version and
     its URI)."""
@@ -219,15 +231,8 @@ def record_challenger(
                 method=method,
                 data_sha256=data_sha256,
                 schema=schema,
-                frame=frame,
-                test_rows=test_rows,
-                test_scores=test_scores,
-                rope=rope,
-                n_resamples=n_resamples,
-                random_state=random_state,
-                metric=metric,
-                alerts_per_day=alerts_per_day,
-                day_totals=day_totals,
+                held_out=held_out,
+                rule=rule,
             )
             # Another machine's run may have moved the champion meanwhile.
             now = version_of(client, MODEL_NAME, alias=CHAMPION)

@@ -257,7 +257,7 @@ def stage_registry(
     """Offer the run's best detector (highest mean test primary metric,
     ``evaluation.primary_metric``; its split-0 model) to the registry as
     challenger; returns the decision. See :mod:`pipeline.registry.promotion`."""
-    from pipeline.registry.promotion import record_challenger
+    from pipeline.registry.promotion import ChampionRule, HeldOut, record_challenger
 
     run_dir = Path(run_dir)
     primary = config.evaluation.primary_metric
@@ -281,16 +281,20 @@ def stage_registry(
         threshold=record["threshold"],
         metrics={k: record[k] for k in REGISTERED_METRICS if k in record},
         data_sha256=metrics["data"]["sha256"],
-        frame=load_parquet_rows(frame_path, test["row"].to_numpy()),
-        day_totals=load_day_totals(run_dir / layout.SPLITS_FILE),
         fit_rows=fit_rows,
-        test_rows=test["row"].to_numpy(),
-        test_scores=test["score"].to_numpy(),
-        rope=config.evaluation.primary_rope(),
-        n_resamples=max(config.evaluation.n_bootstrap, 50),
-        random_state=config.seed,
-        metric=primary,
-        alerts_per_day=config.evaluation.alerts_per_day,
+        held_out=HeldOut(
+            rows=test["row"].to_numpy(),
+            frame=load_parquet_rows(frame_path, test["row"].to_numpy()),
+            scores=test["score"].to_numpy(),
+            day_totals=load_day_totals(run_dir / layout.SPLITS_FILE),
+        ),
+        rule=ChampionRule(
+            rope=config.evaluation.primary_rope(),
+            n_resamples=max(config.evaluation.n_bootstrap, 50),
+            random_state=config.seed,
+            metric=primary,
+            alerts_per_day=config.evaluation.alerts_per_day,
+        ),
     )
 
 
