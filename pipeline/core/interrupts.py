@@ -49,12 +49,17 @@ def on_sigint(signum, frame) -> None:
 def install() -> tuple[Any, Any] | None:
     """Install both handlers (a command's main thread); returns the previous
     ones for :func:`restore`, or ``None`` outside the main thread (left as
-    they are)."""
+    they are). A signal the process was started ignoring stays ignored, as the
+    shell meant: Ctrl-C at a terminal does not reach a job it started in the
+    background (``nightly.sh &``, ``nohup``)."""
+
+    def take(signum: int, handler: Any) -> Any:
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            return signal.SIG_IGN
+        return signal.signal(signum, handler)
+
     try:
-        previous = (
-            signal.signal(signal.SIGTERM, on_sigterm),
-            signal.signal(signal.SIGINT, on_sigint),
-        )
+        previous = (take(signal.SIGTERM, on_sigterm), take(signal.SIGINT, on_sigint))
     except ValueError:  # not the main thread
         return None
     _INSTALLED.set()

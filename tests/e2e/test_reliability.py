@@ -173,8 +173,15 @@ def _start_smoke_run(
         stdout=subprocess.DEVNULL if stdout is None else stdout,
         stderr=stderr,
         start_new_session=new_session,
+        # As a terminal's job: Ctrl-C reaches it, even when the tests themselves
+        # were started in the background (SIGINT ignored, which a child keeps).
+        preexec_fn=_ctrl_c_as_at_a_terminal if new_session else None,
         text=True,
     )  # fmt: skip
+
+
+def _ctrl_c_as_at_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_line(proc, err: Path, text: str, timeout: float = 300) -> None:

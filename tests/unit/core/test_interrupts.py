@@ -48,11 +48,14 @@ def test_a_stop_lost_inside_c_code_still_ends_the_command_as_stopped(
 
     monkeypatch.setattr(cli, "cmd_generate", command)
     argv = ["generate", "--run", "r", "-n", "1", "--out", "o.csv"]
+    # (What the test process had: the default, or ignored when started in the
+    # background by a shell without job control.)
+    before = signal.getsignal(signal.SIGINT)
     assert cli.main(argv) == code
     assert capsys.readouterr().err.strip() == f"fraudaug: {word}; nothing was written"
     # The request is forgotten once the command is over: an error is a bug again.
     assert not interrupts.stopped_by(type(lost)("x"))
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before  # the command's are gone
 
 
 def test_an_error_without_a_request_is_a_failure(monkeypatch):
@@ -88,3 +91,19 @@ def test_a_flow_run_by_the_command_unwinds_through_its_handler(harness):
         interrupts.restore(previous)
     assert not interrupts.handling()
     assert signal.getsignal(signal.SIGTERM) is previous[0]
+
+
+def test_a_signal_ignored_when_the_command_started_stays_ignored():
+    """A shell starts a background job with SIGINT ignored (Ctrl-C at the
+    terminal is not for it): the command leaves it so, and takes SIGTERM."""
+    before = (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        previous = interrupts.install()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is interrupts.on_sigterm
+        interrupts.restore(previous)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
