@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pipeline.core.errors import ArtifactError
+from pipeline.core.layout import METRICS_FILE
 from pipeline.evaluation.metrics import METRICS
 
 
@@ -481,7 +482,7 @@ class RunMetrics(Record):
         return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
-def check_metrics(metrics: dict[str, Any], where: str = "metrics.json") -> RunMetrics:
+def check_metrics(metrics: dict[str, Any], where: str = METRICS_FILE) -> RunMetrics:
     """``metrics`` as its model.
 
     Raises

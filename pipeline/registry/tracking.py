@@ -28,11 +28,13 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.paths import check_writable
-from pipeline.evaluation.records import RunMetrics, as_metrics
+
+if TYPE_CHECKING:
+    from pipeline.evaluation.records import RunMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -281,6 +283,8 @@ def log_results(
 ) -> None:
     """Log what the run measured and its files to its MLflow run."""
     from mlflow.entities import Metric, RunTag
+
+    from pipeline.evaluation.records import as_metrics  # (pandas: not at import)
 
     m = as_metrics(metrics)
     client = mlflow_client(mlflow_run["uri"])
