@@ -56,7 +56,6 @@ def code_version(*modules: str) -> str:
 def _sources(modules: tuple[str, ...]) -> dict[str, Path]:
     """Each module that ``modules`` stand for, with its source file."""
     import importlib
-    import importlib.util
 
     graph = _import_graph()
     names: set[str] = set()
@@ -73,16 +72,36 @@ def _sources(modules: tuple[str, ...]) -> dict[str, Path]:
             for path in sorted(root.parent.rglob("*.py")) if package else [root]:
                 files[f"{name}/{path.relative_to(root.parent).as_posix()}"] = path
     for name in names:
-        files[name] = Path(importlib.util.find_spec(name).origin)
+        files[name] = _module_file(name)
     return files
+
+
+def _module_file(name: str) -> Path:
+    """A module of :mod:`pipeline`'s source file, found without importing it (a
+    package's ``__init__`` may load TensorFlow)."""
+    import pipeline
+
+    path = Path(pipeline.__file__).parent.parent.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+CONFIG_READS_REGISTRY = ("pipeline.core.config", "pipeline.resampling.registry")
+"""The one import up the floors (the floors contract's exception): validating a
+config reads the method registry. It makes no stage's result: left out of the
+code a stage's cache key hashes (else every sampler's change would make the
+cached tables and splits stale)."""
 
 
 @functools.cache
 def _import_graph():
-    """:mod:`pipeline`'s import graph (built once per process: about 15 ms)."""
+    """:mod:`pipeline`'s import graph (built once per process: about 15 ms), less
+    :data:`CONFIG_READS_REGISTRY`."""
     import grimp
 
-    return grimp.build_graph("pipeline", cache_dir=None)
+    graph = grimp.build_graph("pipeline", cache_dir=None)
+    importer, imported = CONFIG_READS_REGISTRY
+    graph.remove_import(importer=importer, imported=imported)
+    return graph
 
 
 def cache_key(**parts: Any) -> str:

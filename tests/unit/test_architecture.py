@@ -94,7 +94,10 @@ def test_no_module_imports_itself_through_others():
         for c in contract["tool"]["importlinter"]["contracts"]
         for edge in c.get("ignore_imports", [])
     }
-    assert ignored == {("pipeline.core.config", "pipeline.resampling.registry")}
+    # (the stage cache leaves the same import out of the code it hashes)
+    from pipeline.run.cache import CONFIG_READS_REGISTRY
+
+    assert ignored == {CONFIG_READS_REGISTRY}
     graph = grimp.build_graph("pipeline", "flows", cache_dir=None)
     imports = {
         m: {

@@ -122,3 +122,10 @@ def test_a_change_in_any_module_the_code_imports_makes_its_cache_stale(tmp_path)
     with open(tmp_path / "pipeline" / "gan" / "trainer.py", "a") as f:
         f.write("\n# a change the ingest does not import\n")
     assert keys()["ingest"] == after["ingest"]
+    # A method's code is read by the config's validation, but makes no table,
+    # split or transformer: changing it leaves those entries.
+    with open(tmp_path / "pipeline" / "resampling" / "over_sampling.py", "a") as f:
+        f.write("\n# a new sampler\n")
+    again = keys()
+    assert again["ingest"] == after["ingest"]
+    assert again["features"] == after["features"]
