@@ -63,14 +63,20 @@ def get(name: str) -> Method:
     ConfigError
         No built-in method and no installed plugin has that name.
     """
-    for method in all_methods():
+    # Entry points are read (and plugins imported) only for a name not built in,
+    # as unknown() does: get() runs for every fit.
+    for method in built_in_methods():
+        if method.name == name:
+            return method
+    every = all_methods()
+    for method in every:
         if method.name == name:
             return method
     from pipeline.core.errors import ConfigError
 
     raise ConfigError(
         f"unknown method {name!r}; expected one of "
-        f"{', '.join(m.name for m in all_methods())} (fraudaug methods lists them)"
+        f"{', '.join(m.name for m in every)} (fraudaug methods lists them)"
     )
 
 
