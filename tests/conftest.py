@@ -6,8 +6,10 @@ browser (every test there is marked ``slow``: ``make test-fast`` leaves them out
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -18,10 +20,14 @@ for _key, _value in PREFECT_ENV.items():
     os.environ.setdefault(_key, _value)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests never touch the developer's Prefect home or database, nor its MLflow store.
-os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="fraudaug-prefect-home-")
-os.environ["MLFLOW_TRACKING_URI"] = (
-    f"sqlite:///{tempfile.mkdtemp(prefix='fraudaug-mlflow-')}/mlflow.db"
-)
+# Both folders are the session's own: removed when it ends (100 runs of the suite
+# left 100 of each in /tmp).
+_PREFECT_HOME = tempfile.mkdtemp(prefix="fraudaug-prefect-home-")
+_MLFLOW_DIR = tempfile.mkdtemp(prefix="fraudaug-mlflow-")
+for _folder in (_PREFECT_HOME, _MLFLOW_DIR):
+    atexit.register(shutil.rmtree, _folder, ignore_errors=True)
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_MLFLOW_DIR}/mlflow.db"
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
