@@ -135,9 +135,14 @@ _EVERY: weakref.WeakSet[LastAnswers] = weakref.WeakSet()
 
 
 def forget_answers() -> None:
-    """Empty every cache of this process (:class:`LastAnswers`)."""
+    """Empty every cache of this process (:class:`LastAnswers`), and the
+    functions TensorFlow's global graph keeps
+    (:func:`pipeline.core.backend.forget_graph_functions`)."""
+    from pipeline.core.backend import forget_graph_functions
+
     for answers in list(_EVERY):
         answers.forget()
+    forget_graph_functions()
 
 
 def remembered() -> int:

@@ -211,3 +211,28 @@ def test_sampling_many_generators_never_retraces(caplog):
         eager = generator([z, np.tile([[0.0, 1.0]], (5 + k, 1))], training=False)
         np.testing.assert_allclose(rows, np.asarray(eager), rtol=1e-6, atol=1e-6)
     assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+
+
+def test_a_training_leaves_no_gradient_graph_once_the_run_forgets(model_space):
+    """TensorFlow's gradient registry kept every traced training step's graph
+    (``tf.custom_gradient``, reached by Keras' optimizer): about 50 graphs and
+    30-50 MB a night in a process that runs the flow night after night
+    (``benchmarks/long_lived.py``). The end of a run drops them, and the same
+    seed still gives the same rows after it."""
+    from tensorflow.python.framework import ops
+
+    from pipeline.core.memory import forget_answers
+
+    def held() -> list[str]:
+        return [n for n in ops._gradient_registry._registry if "CustomGradient" in n]
+
+    X, y = model_space
+    rows = []
+    for _ in range(2):
+        trained = train_cwgan_gp(X, y, GANConfig(**TINY), random_state=0)
+        rows.append(generate_rows(trained.generator, 20, latent_dim=8, random_state=1))
+        assert held()  # while it trains: TensorFlow's own
+        del trained
+        forget_answers()  # what the end of every run calls
+        assert held() == []
+    np.testing.assert_array_equal(rows[0], rows[1])
