@@ -218,7 +218,13 @@ def _streaming_rate(stderr: str) -> int | None:
 
 
 def bench_commands(
-    config, data_path: str, data, transformer_path: str, work: Path, quick: bool
+    config,
+    data_path: str,
+    frame_path: str,
+    data,
+    transformer_path: str,
+    work: Path,
+    quick: bool,
 ) -> dict:
     """``fraudaug generate`` (1M and 10M rows to Parquet), ``fraudaug score`` (the
     full file repeated to 10M rows, CSV) and the refusal latency of ``generate -n
@@ -227,7 +233,7 @@ def bench_commands(
     The GAN is the default profile's network trained for 20 steps on split 0 (its
     speed, not its quality, is measured); the champion is split 0's ``none``
     detector at the default profile's settings."""
-    from pipeline.core.artifacts import file_sha256, load_json
+    from pipeline.core.artifacts import file_sha256, load_json, load_parquet_rows
     from pipeline.data.schema import KAGGLE
     from pipeline.detector.fitting import fit_detector
     from pipeline.detector.model import make_detector
@@ -287,7 +293,7 @@ def bench_commands(
         fit_rows=np.r_[data["train"]["rows"], data["validation"]["rows"]],
         held_out=HeldOut(
             rows=data["test"]["rows"],
-            frame=None,  # (used only to score an existing champion: there is none)
+            frame=load_parquet_rows(frame_path, data["test"]["rows"]),
             scores=scores,
         ),
         rule=ChampionRule(rope=0.0, n_resamples=0, random_state=0),
@@ -500,6 +506,7 @@ def main(argv: list[str] | None = None) -> dict:
             result["commands"] = bench_commands(
                 config,
                 args.data,
+                ingested["frame_path"],
                 data,
                 transformer_path,
                 Path(tmp),

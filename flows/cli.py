@@ -28,6 +28,7 @@ from flows.commands import (
     cmd_schema,
     cmd_score,
     cmd_serve,
+    cmd_serve_model,
     cmd_validate,
 )
 from pipeline.core import interrupts
@@ -320,8 +321,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="a registered version: models:/NAME@ALIAS or models:/NAME/VERSION "
         f"(default: {DEFAULT_MODEL_URI})",
     )
+    p.add_argument(
+        "--explain",
+        type=int,
+        default=0,
+        metavar="K",
+        help="add each row's K largest reasons: reason_1 (a column of the table), "
+        "reason_1_value (its value), reason_1_contribution (log-odds, > 0 towards "
+        "fraud), ... (default 0: none)",
+    )
     _tracking_arg(p)
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser(
+        "serve-model",
+        help="serve a registered version over HTTP (mlflow models serve): "
+        "transactions in the table's own columns in, score, alert and reasons out",
+    )
+    p.add_argument(
+        "--model-uri",
+        default=DEFAULT_MODEL_URI,
+        help=f"the version to serve (default: {DEFAULT_MODEL_URI})",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+    p.add_argument("--port", type=int, default=5001, help="default 5001")
+    p.add_argument(
+        "--workers", type=int, default=1, help="server processes (default 1)"
+    )
+    _tracking_arg(p)
+    p.set_defaults(func=cmd_serve_model)
     return parser
 
 

@@ -546,19 +546,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     out = check_output_table(args.out)
     if out.absolute() == Path(args.input).absolute():
         raise ConfigError(f"{out}: --out must not be the input file")
-    from pipeline.registry.store import missing_model, parse_model_uri
-    from pipeline.registry.tracking import (
-        check_tracking_uri,
-        resolve_tracking_uri,
-        sqlite_path,
-    )
-
-    _, alias, _ = parse_model_uri(args.model_uri)
-    tracking_uri = resolve_tracking_uri(args.tracking_uri)
-    check_tracking_uri(tracking_uri)
-    database = sqlite_path(tracking_uri)
-    if database is not None and not database.is_file():  # never create an empty one
-        raise missing_model(args.model_uri, alias, f"{database} does not exist")
+    _check_explain(args.explain)
+    tracking_uri = _registry_uri(args)
     from pipeline.core.artifacts import TableWriter
     from pipeline.core.streaming import RowProgress, prefetched
     from pipeline.data.batches import iter_unlabelled
@@ -573,7 +562,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     ):
         batches = iter_unlabelled(args.input, scorer.schema)
         for frame, first_row, fraction in prefetched(batches):
-            scores = scorer.score(frame, first_row)
+            scores = scorer.score(frame, first_row, explain=args.explain)
             writer.write(scores)
             flagged += int(scores["flagged"].sum())
             progress.advance(len(frame), fraction)
@@ -589,6 +578,92 @@ def cmd_score(args: argparse.Namespace) -> int:
             + ", ".join(f"{c} {n:,} rows" for c, n in scorer.unseen.items())
         )
     return 0
+
+
+def _check_explain(k: int) -> None:
+    from pipeline.registry.serving import MAX_REASONS
+
+    if not 0 <= k <= MAX_REASONS:
+        raise ConfigError(f"--explain {k}: expected 0 to {MAX_REASONS} reasons a row")
+
+
+def _registry_uri(args: argparse.Namespace) -> str:
+    """The tracking store that holds ``args.model_uri``, checked (an sqlite file
+    that does not exist is never created)."""
+    from pipeline.registry.store import missing_model, parse_model_uri
+    from pipeline.registry.tracking import (
+        check_tracking_uri,
+        resolve_tracking_uri,
+        sqlite_path,
+    )
+
+    _, alias, _ = parse_model_uri(args.model_uri)
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
+    check_tracking_uri(tracking_uri)
+    database = sqlite_path(tracking_uri)
+    if database is not None and not database.is_file():
+        raise missing_model(args.model_uri, alias, f"{database} does not exist")
+    return tracking_uri
+
+
+def cmd_serve_model(args: argparse.Namespace) -> int:
+    """``mlflow models serve`` on a registered version, fetched and checked file by
+    file first (the sha256 of every file against the registry's tags), on the
+    local environment; stops with Ctrl-C or SIGTERM."""
+    if not 0 < args.port < 65536:
+        raise ConfigError(f"--port {args.port}: expected 1 to 65535")
+    if args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: expected 1 or more")
+    tracking_uri = _registry_uri(args)
+    import signal
+    import subprocess
+    import tempfile
+
+    from pipeline.registry.serving import served_layout
+    from pipeline.registry.store import fetch_version, missing_model, parse_model_uri
+
+    name, alias, version = parse_model_uri(args.model_uri)
+    with tempfile.TemporaryDirectory(prefix="fraudaug-serve-") as tmp:
+        found = fetch_version(tracking_uri, name, alias=alias, version=version, dst=tmp)
+        if found is None:
+            raise missing_model(args.model_uri, alias, f"not in {tracking_uri}")
+        if not served_layout(found["path"]):
+            raise PipelineError(
+                f"{found['model_uri']} was registered before versions were served "
+                "(the xgboost flavor on model features): `fraudaug score` scores "
+                "with it; the next run registers a version that serves"
+            )
+        url = f"http://{args.host}:{args.port}/invocations"
+        print(
+            f"serving {found['model_uri']} ({', '.join(found['aliases']) or 'no alias'}"
+            f"; {found['method']} from run {found['run_id']}, threshold "
+            f"{found['threshold']:.4f}) at {url}; Ctrl-C stops it",
+            flush=True,
+        )
+        server = subprocess.Popen(
+            [
+                sys.executable, "-m", "mlflow", "models", "serve",
+                "-m", found["path"], "--env-manager", "local",
+                "--host", args.host, "--port", str(args.port),
+                "--workers", str(args.workers),
+            ],
+            env={
+                **os.environ,
+                "MLFLOW_TRACKING_URI": tracking_uri,
+                # MLflow starts `uvicorn` by name: this environment's own.
+                "PATH": os.pathsep.join(
+                    [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+                ),
+            },
+        )  # fmt: skip
+        previous = signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+        try:
+            code = server.wait()
+        except KeyboardInterrupt:  # the server got it too (same terminal)
+            code = server.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    return 0 if code in (0, -signal.SIGINT, -signal.SIGTERM) else code
 
 
 def cmd_generate(args: argparse.Namespace) -> int:

@@ -61,7 +61,8 @@ BEST_ARRAYS = "best.npz"
 
 # ------------------------------------------------- a registered detector version
 MODEL_FILE = "model.ubj"
-EXTRA_DIR = "extra_files"
+MODEL_FILES_DIR = "artifacts"  # a served version's files (MLflow pyfunc artifacts)
+EXTRA_DIR = "extra_files"  # those of a version registered before serving
 FIT_ROWS_FILE = "fit_rows.json"
 DETECTOR_META_FILE = "detector.json"
 

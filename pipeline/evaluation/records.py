@@ -310,6 +310,32 @@ class Monitoring(Record):
     frauds: int | None = None
 
 
+class ColumnInfluence(Record):
+    """How much one column of the table drives a detector's scores."""
+
+    column: str
+    mean_abs_contribution: float = Field(
+        description="Mean absolute contribution to the score (log-odds; XGBoost's "
+        "TreeSHAP, summed over the model features the column gives) on the rows."
+    )
+    gain_share: float = Field(
+        description="Share of the trees' total split gain of the column's features."
+    )
+
+
+class ChampionView(Record):
+    """What drives the champion's scores after the decision, on held-out rows."""
+
+    version: str | None = Field(None, description="Its registered version.")
+    method: str
+    rows: int = Field(description="The held-out rows it was computed on.")
+    held_out_rows: int = Field(
+        description="The held-out rows it never saw (``rows`` is a random sample "
+        "of them when fewer)."
+    )
+    columns: list[ColumnInfluence] = Field(description="Largest first.")
+
+
 class RegistryDecision(Record):
     """The champion rule's decision on the run's challenger."""
 
@@ -337,6 +363,11 @@ class RegistryDecision(Record):
     decided_at: str | None = None
     rope: float | None = None
     run_id: str | None = None
+    explained: ChampionView | None = Field(
+        None,
+        description="The champion's global view: what drives its scores on the "
+        "held-out rows it was judged on.",
+    )
 
 
 class Drift(Record):

@@ -50,7 +50,8 @@ def monitor_champion(
     from pipeline.evaluation.metrics import METRIC_LABELS
     from pipeline.evaluation.topk import precision_top_k_of_rows
     from pipeline.registry.champion import never_fitted
-    from pipeline.registry.store import fetch_version, fitted_rows, load_detector
+    from pipeline.registry.serving import load_detector
+    from pipeline.registry.store import fetch_version, fitted_rows
 
     rows = np.asarray(rows)
     with tempfile.TemporaryDirectory(prefix="fraudaug-monitor-") as tmp:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.registry.champion import decide, never_fitted
+from pipeline.registry.serving import load_detector
 from pipeline.registry.store import (
     ARTIFACT_PATH,
     CHALLENGER,
@@ -22,7 +23,6 @@ from pipeline.registry.store import (
     SHA_TAG,
     fetch_version,
     fitted_rows,
-    load_detector,
     save_candidate,
     version_of,
 )
@@ -48,7 +48,7 @@ class HeldOut:
     budget)."""
 
     rows: np.ndarray
-    frame: pd.DataFrame | None
+    frame: pd.DataFrame
     scores: np.ndarray
     day_totals: dict[int, int] | None = None
 
@@ -134,6 +134,48 @@ def judge(
     )
 
 
+VIEW_ROWS = 20_000
+"""The most held-out rows the champion's global view is computed on (a random
+sample of them beyond: per-row contributions cost about as much as scoring
+with every tree, for every feature; the mean settles long before)."""
+
+
+def champion_view(
+    folder: Path,
+    *,
+    version: str,
+    method: str,
+    held_out: HeldOut,
+    fitted: list[int] | None,
+    random_state: int,
+) -> dict[str, Any] | None:
+    """The global view of the version in ``folder`` (the champion once the
+    decision is taken): what drives its scores on the ``held_out`` rows it never
+    saw (not among its ``fitted`` rows; at most :data:`VIEW_ROWS` of them, drawn
+    with ``random_state``), column by column
+    (:func:`pipeline.registry.reasons.global_view`); ``None`` without such rows."""
+    import numpy as np
+
+    from pipeline.registry.reasons import global_view
+
+    keep = np.flatnonzero(never_fitted(np.asarray(held_out.rows), fitted))
+    if len(keep) == 0:
+        return None
+    eligible = len(keep)
+    if eligible > VIEW_ROWS:
+        rng = np.random.default_rng(random_state)
+        keep = np.sort(rng.choice(keep, VIEW_ROWS, replace=False))
+    model, transformer = load_detector(folder)
+    frame = held_out.frame.iloc[keep]
+    return {
+        "version": version,
+        "method": method,
+        "rows": len(frame),
+        "held_out_rows": eligible,
+        "columns": global_view(model, transformer, frame),
+    }
+
+
 def _version_tags(
     decision: dict[str, Any], meta: dict[str, Any], files: dict[str, str]
 ) -> dict[str, str]:
@@ -204,61 +246,72 @@ def record_challenger(
         "metrics": metrics,
         "data_sha256": data_sha256,
     }
-    with (
-        store_lock(uri),
-        tempfile.TemporaryDirectory(prefix="fraudaug-registry-") as tmp,
-    ):
+    with tempfile.TemporaryDirectory(prefix="fraudaug-registry-") as tmp:
         tmp = Path(tmp)
-        files = save_candidate(
-            tmp / ARTIFACT_PATH,
-            detector_path=detector_path,
-            transformer_path=transformer_path,
-            schema=schema,
-            fit_rows=fit_rows,
-            meta=meta,
-        )
-        # Complete files first; the version (with every tag) after; aliases last.
-        client.log_artifacts(
-            mlflow_run["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
-        )
-        source = (
-            f"{client.get_run(mlflow_run['run_id']).info.artifact_uri}/{ARTIFACT_PATH}"
-        )
-        for attempt in range(_RETRIES):
-            champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
-            decision = judge(
-                champion,
-                method=method,
-                data_sha256=data_sha256,
+        with store_lock(uri):
+            files = save_candidate(
+                tmp / ARTIFACT_PATH,
+                detector_path=detector_path,
+                transformer_path=transformer_path,
                 schema=schema,
-                held_out=held_out,
-                rule=rule,
+                fit_rows=fit_rows,
+                meta=meta,
+                example=held_out.frame,
             )
-            # Another machine's run may have moved the champion meanwhile.
-            now = version_of(client, MODEL_NAME, alias=CHAMPION)
-            if (now and str(now.version)) == (champion and champion["version"]):
-                break
-            logger.info("the champion changed while deciding; deciding again")
-        try:
-            client.create_registered_model(
+            # Complete files first; the version (with all its tags) after; aliases
+            # last.
+            client.log_artifacts(
+                mlflow_run["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
+            )
+            run_artifacts = client.get_run(mlflow_run["run_id"]).info.artifact_uri
+            source = f"{run_artifacts}/{ARTIFACT_PATH}"
+            for attempt in range(_RETRIES):
+                champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
+                decision = judge(
+                    champion,
+                    method=method,
+                    data_sha256=data_sha256,
+                    schema=schema,
+                    held_out=held_out,
+                    rule=rule,
+                )
+                # Another machine's run may have moved the champion meanwhile.
+                now = version_of(client, MODEL_NAME, alias=CHAMPION)
+                if (now and str(now.version)) == (champion and champion["version"]):
+                    break
+                logger.info("the champion changed while deciding; deciding again")
+            try:
+                client.create_registered_model(
+                    MODEL_NAME,
+                    description="fraudaug's fraud detector: alias champion scores, "
+                    "challenger is the newest candidate",
+                )
+            except MlflowException as exc:
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+            version = client.create_model_version(
                 MODEL_NAME,
-                description="fraudaug's fraud detector: alias champion scores, "
-                "challenger is the newest candidate",
+                source,
+                run_id=mlflow_run["run_id"],
+                tags=_version_tags(decision, meta, files),
+                description=decision["reason"],
             )
-        except MlflowException as exc:
-            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
-                raise
-        version = client.create_model_version(
-            MODEL_NAME,
-            source,
-            run_id=mlflow_run["run_id"],
-            tags=_version_tags(decision, meta, files),
-            description=decision["reason"],
+            client.set_registered_model_alias(MODEL_NAME, CHALLENGER, version.version)
+            if decision["promoted"]:
+                client.set_registered_model_alias(MODEL_NAME, CHAMPION, version.version)
+        # The champion's global view, the store unlocked (it scores rows).
+        explained = champion_view(
+            tmp / ARTIFACT_PATH if decision["promoted"] else Path(champion["path"]),
+            version=str(version.version)
+            if decision["promoted"]
+            else champion["version"],
+            method=method if decision["promoted"] else champion["method"],
+            held_out=held_out,
+            fitted=None if decision["promoted"] else fitted_rows(champion, data_sha256),
+            random_state=rule.random_state,
         )
-        client.set_registered_model_alias(MODEL_NAME, CHALLENGER, version.version)
-        if decision["promoted"]:
-            client.set_registered_model_alias(MODEL_NAME, CHAMPION, version.version)
     return {
+        "explained": explained,
         **decision,
         "run_id": run_id,
         "decided_at": datetime.now(UTC).isoformat(timespec="seconds"),

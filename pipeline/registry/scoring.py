@@ -7,10 +7,10 @@ from __future__ import annotations
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from pipeline.registry.serving import Detector
 from pipeline.registry.store import (
     DEFAULT_MODEL_URI,
     fetch_version,
-    load_detector,
     missing_model,
     parse_model_uri,
 )
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 class RegisteredScorer:
     """A registered detector (default: the champion), fetched, checked and loaded
-    once, scoring batch after batch.
+    once, scoring batch after batch (:class:`pipeline.registry.serving.Detector`:
+    the served model scores with the same code).
 
     Raises
     ------
@@ -42,32 +43,23 @@ class RegisteredScorer:
             found = fetch_version(uri, name, alias=alias, version=version, dst=tmp)
             if found is None:
                 raise missing_model(model_uri, alias, f"not in {uri}")
-            self.model, self.transformer = load_detector(found["path"])
+            self.detector = Detector.load(found["path"])
         self.champion = found
-        self.schema = self.transformer.schema
-        self.threshold = float(found["threshold"])
+        self.schema = self.detector.schema
+        self.threshold = self.detector.threshold
         self.unseen: dict[str, int] = {}
         """Rows with a category never seen in training, per column, so far."""
 
-    def score(self, frame: pd.DataFrame, first_row: int = 0) -> pd.DataFrame:
+    def score(
+        self, frame: pd.DataFrame, first_row: int = 0, explain: int = 0
+    ) -> pd.DataFrame:
         """The schema's id columns present in ``frame``, then ``row``
-        (``first_row`` + position), ``fraud_probability`` and ``flagged`` (at the
-        detector's threshold) for each row of ``frame`` (validated by
-        :attr:`schema`). A category never seen in training is scored as "unseen"
-        and counted in :attr:`unseen`."""
-        import numpy as np
-        import pandas as pd
-
-        X = self.transformer.transform(frame, unseen=self.unseen)
-        probability = self.model.predict_proba(X)[:, 1]
-        ids = {c: frame[c].to_numpy() for c in self.schema.id_columns if c in frame}
-        return pd.DataFrame(
-            {
-                **ids,
-                "row": np.arange(first_row, first_row + len(frame), dtype=np.int64),
-                "fraud_probability": probability.astype(np.float64),
-                "flagged": probability >= self.threshold,
-            }
+        (``first_row`` + position), ``fraud_probability``, ``flagged`` (at the
+        detector's threshold) and ``explain`` reasons for each row of ``frame``
+        (validated by :attr:`schema`). A category never seen in training is
+        scored as "unseen" and counted in :attr:`unseen`."""
+        return self.detector.score(
+            frame, first_row, explain=explain, unseen=self.unseen
         )
 
 
@@ -75,7 +67,9 @@ def score_transactions(
     frame: pd.DataFrame,
     model_uri: str = DEFAULT_MODEL_URI,
     tracking_uri: str | None = None,
+    explain: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Fraud probability and flag (at the detector's threshold) for each row."""
+    """Fraud probability and flag (at the detector's threshold) for each row,
+    with ``explain`` reasons."""
     scorer = RegisteredScorer(model_uri, tracking_uri)
-    return scorer.score(frame), scorer.champion
+    return scorer.score(frame, explain=explain), scorer.champion

@@ -3,23 +3,26 @@ detector versions of ``fraudaug-detector`` under the aliases champion and
 challenger.
 
 A version (the run's best method by the primary metric, its split-0 model;
-offered by :mod:`pipeline.registry.promotion`) is:
+offered by :mod:`pipeline.registry.promotion`) is an MLflow pyfunc model "from
+code" (:func:`save_candidate`): its input is a transaction in the table's own
+columns (the signature, from the schema; an input example of real held-out
+rows), and :mod:`pipeline.registry.served_model`, saved with it beside the
+library code it imports (``code/``), applies the transformer and the detector
+and returns each row's score, alert and reasons. Its files (``artifacts/``): the
+booster in UBJSON, the split's
+:class:`~pipeline.features.transformer.TabularTransformer` (JSON), the table's
+schema, the input rows it was fitted, early-stopped or thresholded on
+(``fit_rows.json``) and ``detector.json`` (method, threshold, test metrics, data
+sha256, run id). No pickle, no cloudpickle: ``mlflow models serve`` runs it as it
+is. It is registered with the decision, its numbers and the sha256 of every file
+as the version's tags (``fraudaug.sha256/<file>``); a version is created only
+once its files are complete, and aliases are set only after that.
 
-* logged into the run's MLflow artifacts (``detector/``) with MLflow's xgboost
-  flavor in UBJSON (no pickle), with ``extra_files/transformer.json`` (the split's
-  :class:`~pipeline.features.transformer.TabularTransformer`), ``schema.json``
-  (the table's schema, which ``score`` checks its input against),
-  ``fit_rows.json`` (the input rows it was fitted, early-stopped or thresholded
-  on) and ``detector.json`` (method, threshold, test metrics, data sha256, run
-  id) (:func:`save_candidate`);
-* registered with the decision, its numbers and the sha256 of every file as the
-  version's tags (``fraudaug.sha256/<file>``); a version is created only once its
-  files are complete, and aliases are set only after that.
-
-Loading (:func:`fetch_version`; :class:`pipeline.registry.scoring.RegisteredScorer`)
+Loading (:func:`fetch_version`; :class:`pipeline.registry.serving.Detector`)
 downloads a version's files, checks every sha256 against the registry's tags and
-reads ``model.ubj`` with XGBoost itself: MLflow's pyfunc/xgboost loaders, pickle
-and cloudpickle are never called.
+reads the booster with XGBoost itself. A version registered before serving (the
+xgboost flavor: ``model.ubj`` with the same files under ``extra_files/``) loads
+the same way (:func:`pipeline.registry.serving.version_file`).
 
 This module imports only the standard library at import time (the command line
 parses model URIs before loading anything heavy).
@@ -29,21 +32,24 @@ from __future__ import annotations
 
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ArtifactError, ConfigError, PipelineError
 from pipeline.core.layout import (
     DETECTOR_META_FILE,
-    EXTRA_DIR,
     FIT_ROWS_FILE,
     MODEL_FILE,
+    MODEL_FILES_DIR,
     SCHEMA_FILE,
     TRANSFORMER_FILE,
 )
+from pipeline.registry.serving import DEFAULT_REASONS, VERSION_FILES, version_file
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
     from pipeline.data.schema import TableSchema
 
@@ -53,6 +59,11 @@ CHALLENGER = "challenger"
 DEFAULT_MODEL_URI = f"models:/{MODEL_NAME}@{CHAMPION}"
 ARTIFACT_PATH = "detector"  # in the run's artifacts
 SHA_TAG = "fraudaug.sha256/"
+MLFLOW_MODEL_META = "registered_model_meta"
+"""What MLflow writes beside a version's files when it loads it by its
+``models:/`` URI (``mlflow models serve``, ``mlflow.pyfunc.load_model``): into
+the store itself when its artifacts are local files. Not the version's: ignored
+by the check of its files."""
 _URI = re.compile(
     r"^models:/(?P<name>[\w.\-]+)(?:@(?P<alias>[\w\-]+)|/(?P<version>\d+))$"
 )
@@ -91,8 +102,12 @@ def _files(folder: Path) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ writing a version
-EXTRA_FILES = (TRANSFORMER_FILE, SCHEMA_FILE, FIT_ROWS_FILE, DETECTOR_META_FILE)
-"""A registered version's files beside ``model.ubj`` (under ``extra_files/``)."""
+SERVED_MODEL_FILE = "served_model.py"
+"""The MLflow model's code (:mod:`pipeline.registry.served_model`), beside this
+module."""
+SERVED_CODE = "pipeline.registry.serving"
+"""What the served model runs: saved with each version, with what it imports."""
+EXAMPLE_ROWS = 3
 
 
 def save_candidate(
@@ -103,34 +118,120 @@ def save_candidate(
     schema: TableSchema,
     fit_rows: np.ndarray,
     meta: dict[str, Any],
+    example: pd.DataFrame,
 ) -> dict[str, str]:
-    """The MLflow model folder of a candidate at ``dest`` (xgboost flavor, UBJSON,
-    with the transformer, the schema, its fit rows and ``detector.json`` as extra
-    files); returns the sha256 of every file in it."""
-    import mlflow.xgboost
+    """The MLflow model folder of a candidate at ``dest``: a pyfunc model from
+    code (:mod:`pipeline.registry.served_model`, with the library code it
+    imports), its signature from ``schema``, ``example`` (real rows, validated:
+    the first :data:`EXAMPLE_ROWS` of them) as its input example, and the
+    booster (UBJSON), the transformer, the schema, its fit rows and
+    ``detector.json`` as its artifacts; returns the sha256 of every file in it."""
+    import shutil
+
+    import mlflow.pyfunc
     import numpy as np
-    import xgboost
-    from xgboost import XGBClassifier
 
     from pipeline.core.artifacts import save_json
+    from pipeline.core.code import package_files
     from pipeline.data.schema import save_schema
 
-    model = XGBClassifier()
-    model.load_model(detector_path)
-    with tempfile.TemporaryDirectory(prefix="fraudaug-extra-") as extra:
-        extra = Path(extra)
-        (extra / TRANSFORMER_FILE).write_bytes(Path(transformer_path).read_bytes())
-        save_schema(extra / SCHEMA_FILE, schema)
-        save_json(extra / FIT_ROWS_FILE, {"rows": [int(r) for r in np.sort(fit_rows)]})
-        save_json(extra / DETECTOR_META_FILE, meta)
-        mlflow.xgboost.save_model(
-            model,
-            str(dest),
-            model_format="ubj",
-            extra_files=[str(extra / n) for n in EXTRA_FILES],
-            pip_requirements=[f"xgboost=={xgboost.__version__}"],
-        )
+    with tempfile.TemporaryDirectory(prefix="fraudaug-version-") as tmp:
+        files = Path(tmp) / MODEL_FILES_DIR
+        files.mkdir()
+        shutil.copyfile(detector_path, files / MODEL_FILE)
+        shutil.copyfile(transformer_path, files / TRANSFORMER_FILE)
+        save_schema(files / SCHEMA_FILE, schema)
+        save_json(files / FIT_ROWS_FILE, {"rows": [int(r) for r in np.sort(fit_rows)]})
+        save_json(files / DETECTOR_META_FILE, meta)
+        code = Path(tmp) / "code"
+        for rel, source in package_files(SERVED_CODE).items():
+            (code / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, code / rel)
+        example = _input_example(example, schema)
+        with warnings.catch_warnings():
+            # A pandas deprecation inside MLflow's input example.
+            warnings.filterwarnings("ignore", "Operation with range is deprecated")
+            mlflow.pyfunc.save_model(
+                str(dest),
+                python_model=str(Path(__file__).with_name(SERVED_MODEL_FILE)),
+                # By name (a file's stem): "model" is the booster.
+                artifacts={Path(n).stem: str(files / n) for n in VERSION_FILES},
+                code_paths=[str(code / "pipeline")],
+                signature=signature(schema),
+                metadata=served_metadata(schema),
+                input_example=example,
+                pip_requirements=served_requirements(),
+            )
     return _files(dest)
+
+
+def _input_example(frame: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
+    """The first rows of ``frame`` as a client sends them: the columns the
+    signature takes, timestamps as ISO 8601 text (JSON has no datetime)."""
+    import pandas as pd
+
+    rows = frame.head(EXAMPLE_ROWS).reset_index(drop=True)
+    out = {}
+    for spec in schema.columns:
+        if spec.kind in ("label", "ignore") or spec.name not in rows:
+            continue
+        values = rows[spec.name]
+        if pd.api.types.is_datetime64_any_dtype(values):
+            values = pd.Series([v.isoformat() for v in values], dtype=object)
+        out[spec.name] = values
+    return pd.DataFrame(out)
+
+
+def signature(schema: TableSchema):
+    """The served model's signature: a column per column of the table but the
+    label and the ignored ones, its feature columns required (ids, and a time
+    column that gives no feature, optional), and the parameter ``explain``
+    (reasons per row).
+
+    Every column is typed ``any``: the schema's kinds are checked by fraudaug's
+    own validation, as ``fraudaug score`` checks a file (one line naming the
+    column and the row). MLflow's types would be worse than none: its HTTP
+    parser casts a JSON 3.5 to 3 in a ``long`` column and "yes" to true in a
+    ``boolean`` one, silently, and in process it refuses an int64 column where
+    it expects ``double``. The kinds are in the model's metadata
+    (:func:`served_metadata`)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import AnyType, ColSpec, ParamSchema, ParamSpec, Schema
+
+    required = set(schema.required_columns(labelled=False))
+    columns = [
+        ColSpec(AnyType(), spec.name, required=spec.name in required)
+        for spec in schema.columns
+        if spec.kind not in ("label", "ignore")
+    ]
+    return ModelSignature(
+        inputs=Schema(columns),
+        params=ParamSchema([ParamSpec("explain", "long", DEFAULT_REASONS)]),
+    )
+
+
+def served_metadata(schema: TableSchema) -> dict[str, Any]:
+    """What the served model's signature leaves to the schema: each input
+    column's kind (numeric, integer, categorical, boolean, datetime, id)."""
+    return {
+        "fraudaug_schema": schema.name,
+        "fraudaug_columns": {
+            spec.name: spec.kind
+            for spec in schema.columns
+            if spec.kind not in ("label", "ignore")
+        },
+    }
+
+
+def served_requirements() -> list[str]:
+    """The served model's Python packages, pinned to the versions it was saved
+    with (what ``mlflow models build-docker`` installs beside the saved code)."""
+    from importlib.metadata import version
+
+    return [
+        f"{name}=={version(name)}"
+        for name in ("mlflow", "xgboost", "scikit-learn", "numpy", "pandas", "pydantic")
+    ]
 
 
 # ------------------------------------------------------------------ reading a version
@@ -201,13 +302,13 @@ def fetch_version(
                 f"{label}: {rel} differs from its sha256 in the registry; "
                 "refusing to load it"
             )
-    unexpected = sorted(set(actual) - set(expected))
+    unexpected = sorted(set(actual) - set(expected) - {MLFLOW_MODEL_META})
     if unexpected:
         raise ArtifactError(
             f"{label}: unexpected file(s) {', '.join(unexpected)} in {found.source}; "
             "refusing to load it"
         )
-    meta = load_json(local / EXTRA_DIR / DETECTOR_META_FILE)
+    meta = load_json(version_file(local, DETECTOR_META_FILE))
     return {
         **meta,
         "version": str(found.version),
@@ -225,37 +326,4 @@ def fitted_rows(champion: dict[str, Any], data_sha256: str) -> list[int] | None:
 
     if champion["data_sha256"] != data_sha256:
         return None
-    return load_json(Path(champion["path"]) / EXTRA_DIR / FIT_ROWS_FILE)["rows"]
-
-
-def load_detector(path: str | Path):
-    """The XGBoost classifier (read from UBJSON by XGBoost) and the transformer of a
-    fetched version; the transformer carries the version's schema (a version
-    registered before schemas holds no ``schema.json``: the Kaggle file's).
-
-    Raises
-    ------
-    ArtifactError
-        ``schema.json`` and the transformer disagree.
-    """
-    from xgboost import XGBClassifier
-
-    from pipeline.core.artifacts import load_json
-    from pipeline.data.schema import load_schema
-    from pipeline.features.transformer import TabularTransformer
-
-    path = Path(path)
-    transformer = TabularTransformer.from_dict(
-        load_json(path / EXTRA_DIR / TRANSFORMER_FILE)
-    )
-    schema_path = path / EXTRA_DIR / SCHEMA_FILE
-    if schema_path.is_file() and load_schema(schema_path) != transformer.schema:
-        raise ArtifactError(
-            f"{path}: schema.json and transformer.json describe different tables"
-        )
-    types = transformer.feature_types
-    model = XGBClassifier(
-        **({"enable_categorical": True, "feature_types": types} if types else {})
-    )
-    model.load_model(path / MODEL_FILE)
-    return model, transformer
+    return load_json(version_file(champion["path"], FIT_ROWS_FILE))["rows"]

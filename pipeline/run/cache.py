@@ -12,7 +12,6 @@ its entry (:func:`cache_filling`, :func:`cache_valid`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -33,75 +32,10 @@ from pipeline.core.layout import CACHE_DONE_FILE, CACHE_STAGES_DIR
 
 INGEST_CODE = ("pipeline.data.ingest", "pipeline.data.partitions")
 """The code that reads and checks an input: with what it imports
-(:func:`code_version`), its change makes cached tables stale."""
+(:func:`pipeline.core.code.code_version`), its change makes cached tables stale."""
 FEATURES_CODE = ("pipeline.features.splits", "pipeline.features.transformer")
 """The code that makes splits and transformers: with what it imports, its
 change makes cached splits, transformers and GANs stale."""
-
-
-def code_version(*modules: str) -> str:
-    """sha256 of the source of ``modules`` (a package: its modules) and of every
-    module of :mod:`pipeline` they import, directly or not, at the top or inside a
-    function: a cached stage result is reused only by the code that made it, even
-    after code moves between modules. The imports come from the package's import
-    graph (grimp's, the one the layers contract reads), never from a list kept by
-    hand. Names outside :mod:`pipeline` (``benchmarks``) count their own files."""
-    digest = hashlib.sha256()
-    for name, path in sorted(_sources(modules).items()):
-        digest.update(name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _sources(modules: tuple[str, ...]) -> dict[str, Path]:
-    """Each module that ``modules`` stand for, with its source file."""
-    import importlib
-
-    graph = _import_graph()
-    names: set[str] = set()
-    files: dict[str, Path] = {}
-    for name in modules:
-        if name in graph.modules:
-            own = {name, *graph.find_descendants(name)}
-            names |= own
-            for module in own:
-                names |= graph.find_upstream_modules(module)
-        else:  # outside pipeline (benchmarks): its own files
-            root = Path(importlib.import_module(name).__file__)
-            package = root.name == "__init__.py"
-            for path in sorted(root.parent.rglob("*.py")) if package else [root]:
-                files[f"{name}/{path.relative_to(root.parent).as_posix()}"] = path
-    for name in names:
-        files[name] = _module_file(name)
-    return files
-
-
-def _module_file(name: str) -> Path:
-    """A module of :mod:`pipeline`'s source file, found without importing it (a
-    package's ``__init__`` may load TensorFlow)."""
-    import pipeline
-
-    path = Path(pipeline.__file__).parent.parent.joinpath(*name.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-
-
-CONFIG_READS_REGISTRY = ("pipeline.core.config", "pipeline.resampling.registry")
-"""The one import up the floors (the floors contract's exception): validating a
-config reads the method registry. It makes no stage's result: left out of the
-code a stage's cache key hashes (else every sampler's change would make the
-cached tables and splits stale)."""
-
-
-@functools.cache
-def _import_graph():
-    """:mod:`pipeline`'s import graph (built once per process: about 15 ms), less
-    :data:`CONFIG_READS_REGISTRY`."""
-    import grimp
-
-    graph = grimp.build_graph("pipeline", cache_dir=None)
-    importer, imported = CONFIG_READS_REGISTRY
-    graph.remove_import(importer=importer, imported=imported)
-    return graph
 
 
 def cache_key(**parts: Any) -> str:

@@ -20,6 +20,7 @@ from pipeline.core.artifacts import (
     save_json,
     save_parquet,
 )
+from pipeline.core.code import code_version
 from pipeline.core.config import PipelineConfig
 from pipeline.core.days import day_numbers, day_totals
 from pipeline.core.errors import ArtifactError
@@ -43,7 +44,6 @@ from pipeline.run.cache import (
     cache_key,
     cache_put,
     cache_valid,
-    code_version,
     stage_entry,
     touch,
 )

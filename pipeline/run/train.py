@@ -16,6 +16,7 @@ from pipeline.core import interrupts, layout
 from pipeline.core.artifacts import (
     load_json,
 )
+from pipeline.core.code import code_version
 from pipeline.core.config import PipelineConfig
 from pipeline.core.errors import one_line
 from pipeline.features.rows import (
@@ -27,7 +28,6 @@ from pipeline.run.cache import (
     cache_get,
     cache_key,
     cache_put,
-    code_version,
     stage_entry,
 )
 

@@ -95,7 +95,7 @@ def test_no_module_imports_itself_through_others():
         for edge in c.get("ignore_imports", [])
     }
     # (the stage cache leaves the same import out of the code it hashes)
-    from pipeline.run.cache import CONFIG_READS_REGISTRY
+    from pipeline.core.code import CONFIG_READS_REGISTRY
 
     assert ignored == {CONFIG_READS_REGISTRY}
     graph = grimp.build_graph("pipeline", "flows", cache_dir=None)

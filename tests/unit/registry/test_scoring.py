@@ -44,16 +44,21 @@ def test_score_by_alias_and_version_and_refuse_a_tampered_one(
     (stored,) = (tmp_path / "mlartifacts").glob(
         f"{champion['mlflow_run_id']}/artifacts/detector"
     )
-    model = stored / "model.ubj"
+    model = stored / "artifacts" / "model.ubj"
     original = model.read_bytes()
     model.write_bytes(original + b"x")
     with pytest.raises(ArtifactError, match="model.ubj differs from its sha256"):
         score_transactions(frame, tracking_uri=mlflow_store)
     model.write_bytes(original)
-    (stored / "extra_files" / "transformer.json").unlink()
+    served = stored / "code" / "pipeline" / "registry" / "serving.py"
+    served.write_text(served.read_text() + "\n")
+    with pytest.raises(ArtifactError, match="serving.py differs"):
+        score_transactions(frame, tracking_uri=mlflow_store)
+    served.write_text(served.read_text()[:-1])
+    (stored / "artifacts" / "transformer.json").unlink()
     with pytest.raises(ArtifactError, match="transformer.json is missing"):
         score_transactions(frame, tracking_uri=mlflow_store)
-    (stored / "extra_files" / "transformer.json").write_text("{}")
+    (stored / "artifacts" / "transformer.json").write_text("{}")
     with pytest.raises(ArtifactError, match="differs"):
         score_transactions(frame, tracking_uri=mlflow_store)
 

@@ -55,12 +55,16 @@ def test_first_promoted_then_only_a_clear_win_replaces_it(
     )
     assert float(tags["fraudaug.ci95_low"]) > 0 and tags["fraudaug.method"] == "good"
     assert {k.split("/", 1)[1] for k in tags if k.startswith("fraudaug.sha256/")} >= {
-        "model.ubj", "MLmodel", "extra_files/transformer.json",
-        "extra_files/fit_rows.json", "extra_files/detector.json",
+        "MLmodel", "served_model.py", "artifacts/model.ubj",
+        "artifacts/transformer.json", "artifacts/schema.json",
+        "artifacts/fit_rows.json", "artifacts/detector.json",
+        "code/pipeline/registry/serving.py",
+        "code/pipeline/features/transformer.py",
     }  # fmt: skip
-    # Logged with MLflow's xgboost flavor in UBJSON, into the run's artifacts.
+    # An MLflow pyfunc model from code, into the run's artifacts: no pickle.
     mlmodel = (tmp_path / "c" / "detector" / "MLmodel").read_text()
-    assert "model_format: ubj" in mlmodel and "xgboost:" in mlmodel
+    assert "loader_module: mlflow.pyfunc.loaders.code_model" in mlmodel
+    assert "python_model.pkl" not in mlmodel
 
 
 def test_the_rope_is_respected(candidates, mlflow_store, tmp_path):

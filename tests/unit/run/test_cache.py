@@ -76,12 +76,13 @@ def test_stage_cache_reuses_and_recomputes_deleted_files(tmp_path, sample_path):
 KEYS = """
 import json
 from pipeline.data.schema import KAGGLE
-from pipeline.run.cache import FEATURES_CODE, INGEST_CODE, _sources, code_version
+from pipeline.core.code import code_version, source_files
+from pipeline.run.cache import FEATURES_CODE, INGEST_CODE
 from pipeline.run.prepare import _ingest_entry
 print(json.dumps({
     "ingest": _ingest_entry("cache", "0" * 64, KAGGLE).name,
     "features": code_version(*FEATURES_CODE),
-    "read": sorted(_sources(INGEST_CODE)),
+    "read": sorted(source_files(INGEST_CODE)),
 }))
 """
 

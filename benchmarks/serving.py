@@ -1,0 +1,264 @@
+"""What serving a registered version costs (issue 41): one-row requests' latency
+in process (``mlflow.pyfunc`` ``predict``) and over HTTP (``mlflow models
+serve``), rows per second in batches of 1,000, with and without reasons, and
+``fraudaug score``'s rate on the same rows with the same version.
+
+    python -m benchmarks.serving --tracking-uri sqlite:///mlflow.db \\
+        --data data/raw/creditcard.csv --name kaggle [--model-uri URI]
+
+``--data`` holds rows of the version's table (its label, if there, is left
+out); requests are its first rows. Targets on 2 cores: one row in process p99
+<= 20 ms, over HTTP p99 <= 50 ms; batches of 1,000 no slower than ``fraudaug
+score``. Prints one JSON object and writes it to
+``benchmarks/results/serving-<name>-<date>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import write_result
+
+TARGETS = {"in_process_p99_ms": 20.0, "http_p99_ms": 50.0}
+BATCH = 1000
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float]:
+    ms = np.asarray(seconds) * 1000
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 2),
+        "p99_ms": round(float(np.percentile(ms, 99)), 2),
+        "n": len(ms),
+    }
+
+
+def _one_row_in_process(model, frame, n: int, explain: int) -> dict:
+    for i in range(20):  # warm-up
+        model.predict(frame.iloc[[i]], params={"explain": explain})
+    times = []
+    for i in range(n):
+        row = frame.iloc[[i % len(frame)]]
+        t0 = time.perf_counter()
+        model.predict(row, params={"explain": explain})
+        times.append(time.perf_counter() - t0)
+    return _percentiles(times)
+
+
+def _batches_in_process(model, frame, n_batches: int, explain: int) -> float:
+    batches = [
+        frame.iloc[(i * BATCH) % (len(frame) - BATCH) :][:BATCH]
+        for i in range(n_batches)
+    ]
+    model.predict(batches[0], params={"explain": explain})
+    t0 = time.perf_counter()
+    for batch in batches:
+        model.predict(batch, params={"explain": explain})
+    return round(n_batches * BATCH / (time.perf_counter() - t0))
+
+
+@contextlib.contextmanager
+def _server(model_uri: str, tracking_uri: str, log: Path):
+    import socket
+
+    with socket.socket() as probe:  # a free loopback port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "MLFLOW_TRACKING_URI": tracking_uri,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri,
+             "--env-manager", "local", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", "1"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(log.read_text()[-2000:]) from None
+                time.sleep(0.25)
+        yield port
+    finally:
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)  # uvicorn's workers too
+        server.wait(30)
+
+
+def _http(port: int, bodies: list[bytes]) -> list[float]:
+    """Each body POSTed on one kept-alive connection; the seconds each took."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Content-Type": "application/json"}
+    times = []
+    for body in bodies:
+        t0 = time.perf_counter()
+        connection.request("POST", "/invocations", body, headers)
+        answer = connection.getresponse()
+        payload = answer.read()
+        times.append(time.perf_counter() - t0)
+        if answer.status != 200:
+            raise RuntimeError(payload[:500])
+    connection.close()
+    return times
+
+
+def _records(frame) -> list[dict]:
+    return json.loads(
+        frame.to_json(orient="records", date_format="iso", double_precision=15)
+    )
+
+
+def _score_rate(data: str, tracking_uri: str, model_uri: str, explain: int) -> dict:
+    """``fraudaug score`` on ``data`` as a user runs it: its streaming rate
+    (the closing progress line: without start-up) and its wall time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "flows", "score", "--in", data,
+             "--out", str(Path(tmp) / "s.parquet"), "--model-uri", model_uri,
+             "--tracking-uri", tracking_uri, "--explain", str(explain)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-2000:])
+    match = re.search(r"done, ([\d,]+) rows in ([\d.]+) s", proc.stderr)
+    rows = int(match.group(1).replace(",", "")) if match else None
+    return {
+        "rows": rows,
+        "wall_s": round(wall, 1),
+        "streaming_rows_per_s": round(rows / float(match.group(2))) if match else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tracking-uri", required=True)
+    parser.add_argument("--model-uri", default="models:/fraudaug-detector@champion")
+    parser.add_argument("--data", required=True, help="rows of the version's table")
+    parser.add_argument("--name", required=True, help="kaggle, transactions, ...")
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--batches", type=int, default=30)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
+    import logging
+
+    import mlflow.pyfunc
+    import pandas as pd
+
+    from pipeline.registry.store import fetch_version, parse_model_uri
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    name, alias, version = parse_model_uri(args.model_uri)
+    with tempfile.TemporaryDirectory() as tmp:
+        found = fetch_version(
+            args.tracking_uri, name, alias=alias, version=version, dst=tmp
+        )
+    if found is None:
+        raise SystemExit(f"{args.model_uri}: not in {args.tracking_uri}")
+    model = mlflow.pyfunc.load_model(args.model_uri)
+    schema = model.metadata.metadata["fraudaug_columns"]
+    table = (
+        pd.read_parquet(args.data)
+        if args.data.endswith(".parquet")
+        else pd.read_csv(args.data, nrows=50_000)
+    )
+    frame = table[[c for c in table.columns if c in schema]].head(50_000)
+    result: dict = {
+        "benchmark": "serving",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "name": args.name,
+        "model": {
+            "uri": found["model_uri"],
+            "method": found["method"],
+            "run_id": found["run_id"],
+            "columns": len(schema),
+        },
+        "data": Path(args.data).name,
+        "cpu_cores": os.cpu_count(),
+    }
+    in_process = {}
+    for explain in (0, 3):
+        key = "scores" if explain == 0 else f"reasons_{explain}"
+        in_process[key] = {
+            "one_row": _one_row_in_process(model, frame, args.requests, explain),
+            "batch_1000_rows_per_s": _batches_in_process(
+                model, frame, args.batches, explain
+            ),
+        }
+    result["in_process"] = in_process
+    over_http = {}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _server(args.model_uri, args.tracking_uri, Path(tmp) / "serve.log") as port,
+    ):
+        records = _records(frame.head(max(args.requests, BATCH * 4)))
+        for explain in (0, 3):
+            key = "scores" if explain == 0 else f"reasons_{explain}"
+            one = [
+                json.dumps(
+                    {"dataframe_records": [records[i % len(records)]],
+                     "params": {"explain": explain}}
+                ).encode()
+                for i in range(args.requests)
+            ]  # fmt: skip
+            _http(port, one[:20])  # warm-up
+            batches = [
+                json.dumps(
+                    {"dataframe_records": records[i * BATCH : (i + 1) * BATCH],
+                     "params": {"explain": explain}}
+                ).encode()
+                for i in range(4)
+            ]  # fmt: skip
+            batch_times = _http(port, batches * 3)
+            over_http[key] = {
+                "one_row": _percentiles(_http(port, one)),
+                "batch_1000_rows_per_s": round(BATCH / float(np.median(batch_times))),
+            }
+    result["over_http"] = over_http
+    result["fraudaug_score"] = {
+        "scores": _score_rate(args.data, args.tracking_uri, args.model_uri, 0),
+        "reasons_3": _score_rate(args.data, args.tracking_uri, args.model_uri, 3),
+    }
+    result["targets"] = {
+        **TARGETS,
+        "in_process_p99_met": in_process["scores"]["one_row"]["p99_ms"]
+        <= TARGETS["in_process_p99_ms"],
+        "http_p99_met": over_http["scores"]["one_row"]["p99_ms"]
+        <= TARGETS["http_p99_ms"],
+        "batch_vs_score": round(
+            in_process["scores"]["batch_1000_rows_per_s"]
+            / result["fraudaug_score"]["scores"]["streaming_rows_per_s"],
+            2,
+        ),
+    }
+    write_result(result, f"serving-{args.name}", args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main()
