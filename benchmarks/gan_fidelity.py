@@ -319,8 +319,9 @@ def main(argv: list[str] | None = None) -> dict:
     # runtime is loaded here, so the workers inherit it.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+    from pipeline.core.code import code_version
     from pipeline.core.config import GANConfig, load_config, parse_overrides, run_seeds
-    from pipeline.run.cache import FEATURES_CODE, code_version
+    from pipeline.run.cache import FEATURES_CODE
 
     base = load_config("default", overrides=parse_overrides(args.set))
     candidates = {"default": base.gan}

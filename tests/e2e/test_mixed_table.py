@@ -216,12 +216,12 @@ def test_the_mlflow_run_has_the_schema_and_the_version_holds_it(mixed_run):
     run_id = metrics["tracking"]["run_id"]
     names = {a.path for a in client.list_artifacts(run_id)}
     assert "schema.json" in names
-    files = {a.path for a in client.list_artifacts(run_id, "detector/extra_files")}
-    assert "detector/extra_files/schema.json" in files
+    files = {a.path for a in client.list_artifacts(run_id, "detector/artifacts")}
+    assert "detector/artifacts/schema.json" in files
     version = client.get_model_version(
         "fraudaug-detector", metrics["registry"]["version"]
     )
-    assert "fraudaug.sha256/extra_files/schema.json" in version.tags
+    assert "fraudaug.sha256/artifacts/schema.json" in version.tags
 
 
 def test_generate_writes_valid_rows_and_where_draws_one_kind(
