@@ -134,10 +134,12 @@ def judge(
     )
 
 
-VIEW_ROWS = 20_000
+VIEW_ROWS = 5_000
 """The most held-out rows the champion's global view is computed on (a random
-sample of them beyond: per-row contributions cost about as much as scoring
-with every tree, for every feature; the mean settles long before)."""
+sample of them beyond). Exact contributions cost about 1 ms a row with the
+Kaggle default profile's detector on 2 cores (20 s for 20,000 rows); on that
+champion 5,000 rows give the same five leading columns, in the same order, as
+20,000, and each of the ten leading means within 3 %."""
 
 
 def champion_view(
