@@ -581,10 +581,10 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def _check_explain(k: int) -> None:
-    from pipeline.registry.serving import MAX_REASONS
+    from pipeline.registry.serving import reasons_problem
 
-    if not 0 <= k <= MAX_REASONS:
-        raise ConfigError(f"--explain {k}: expected 0 to {MAX_REASONS} reasons a row")
+    if problem := reasons_problem(k):
+        raise ConfigError(f"--explain {k}: {problem}")
 
 
 def _registry_uri(args: argparse.Namespace) -> str:

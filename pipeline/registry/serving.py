@@ -47,6 +47,13 @@ DEFAULT_REASONS = 3
 MAX_REASONS = 20
 
 
+def reasons_problem(k: int) -> str | None:
+    """What is wrong with asking ``k`` reasons a row (``None``: nothing)."""
+    if 0 <= k <= MAX_REASONS:
+        return None
+    return f"expected 0 to {MAX_REASONS} reasons a row"
+
+
 @dataclass
 class Detector:
     """A version's detector, its transformer (which carries the table's schema)
@@ -121,10 +128,8 @@ class Detector:
         ``explain`` reasons each (0 to :data:`MAX_REASONS`)."""
         from pipeline.core.errors import DataValidationError
 
-        if not 0 <= explain <= MAX_REASONS:
-            raise DataValidationError(
-                f"request: params.explain is {explain}, expected 0 to {MAX_REASONS}"
-            )
+        if problem := reasons_problem(explain):
+            raise DataValidationError(f"request: params.explain {explain}: {problem}")
         return self.score(self.check(request), explain=explain)
 
 

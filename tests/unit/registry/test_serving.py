@@ -270,6 +270,15 @@ def test_score_explain_adds_reasons_and_refuses_too_many(
     assert main([*args, "--explain", "99"]) == 2
     assert "--explain 99: expected 0 to 20" in capsys.readouterr().err
     assert not out.exists()
+    # A served request is held to the same bound.
+    from pipeline.core.errors import DataValidationError
+    from pipeline.registry.scoring import RegisteredScorer
+
+    detector = RegisteredScorer(tracking_uri=mlflow_store).detector
+    rows = pd.read_csv(demo_csv, nrows=5).drop(columns="Class")
+    assert len(detector.answer(rows, 20)) == 5
+    with pytest.raises(DataValidationError, match="params.explain 21: expected 0"):
+        detector.answer(rows, 21)
 
 
 def transformer_columns(candidates) -> list[str]:
