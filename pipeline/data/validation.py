@@ -320,6 +320,7 @@ def validate_frame(
     if len(frame) == 0:
         raise DataValidationError(f"{path}: header only, no data rows")
     data: dict[str, Any] = {}
+    names = schema.names
     for spec in schema.columns:
         name = spec.name
         if spec.kind == "ignore" or name not in frame.columns:
@@ -328,7 +329,7 @@ def validate_frame(
             continue
         column = frame[name]
         if spec.kind in ("numeric", "integer"):
-            values = _to_numeric(path, kind, name, column, first_row, schema.names)
+            values = _to_numeric(path, kind, name, column, first_row, names)
             if name == schema.amount or spec.skewed:
                 negative = values < 0
                 if negative.any():

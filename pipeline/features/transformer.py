@@ -190,8 +190,13 @@ class TabularTransformer:
         if missing:
             raise DataValidationError(f"missing column(s) {', '.join(missing)}")
         out = np.empty((len(X), len(self.features_)), dtype=np.float64)
+        direct = self._direct_block(X)
         for j, f in enumerate(self.features_):
-            if "derive" in f and f["name"] in X:
+            if j in direct:
+                values = direct[j]
+                if f["log"]:
+                    values = np.log1p(values)
+            elif "derive" in f and f["name"] in X:
                 # Already the derived feature (rows in inverse_transform's units).
                 values = X[f["name"]].to_numpy()
             elif "derive" in f:
@@ -213,6 +218,24 @@ class TabularTransformer:
             else:
                 out[:, j] = (np.asarray(values) - f["mean"]) / f["scale"]
         return out
+
+    def _direct_block(self, X: pd.DataFrame) -> dict[int, np.ndarray]:
+        """The number features read straight from a numeric column of ``X``
+        (not derived, not categorical), by feature position, as float64 read
+        in one block: a column at a time costs more than the arithmetic on a
+        few thousand rows (a served request). Empty unless every such column
+        is an int, float or bool column (others go through ``astype``)."""
+        positions = [
+            j
+            for j, f in enumerate(self.features_)
+            if "derive" not in f and f["kind"] != "categorical"
+        ]
+        sources = [self.features_[j]["source"] for j in positions]
+        kinds = {c: t.kind for c, t in X.dtypes.items()}
+        if not sources or not all(kinds.get(c, "") in tuple("iufb") for c in sources):
+            return {}
+        block = X[sources].to_numpy(dtype=np.float64)
+        return {j: block[:, k] for k, j in enumerate(positions)}
 
     def inverse_transform(self, Z: np.ndarray) -> pd.DataFrame:
         """Model space -> table units (exact inverse of :meth:`transform`; integer

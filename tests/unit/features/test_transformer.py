@@ -116,6 +116,12 @@ def test_another_tables_model_space(mixed_frame, mixed_schema):
     again = TabularTransformer.from_dict(json.loads(json.dumps(transformer.to_dict())))
     np.testing.assert_array_equal(again.transform(rest), Z)
     assert again.schema == mixed_schema
+    # Number columns read in one block, or (a text column among them) one by
+    # one: the same model space, bit for bit.
+    assert len(transformer._direct_block(rest)) > 0
+    as_text = rest.assign(amount=rest["amount"].astype(object))
+    assert transformer._direct_block(as_text) == {}
+    np.testing.assert_array_equal(transformer.transform(as_text), Z)
 
 
 def test_generated_rows_become_table_rows(mixed_frame, mixed_schema):
