@@ -330,6 +330,14 @@ def build_parser() -> argparse.ArgumentParser:
         "reason_1_value (its value), reason_1_contribution (log-odds, > 0 towards "
         "fraud), ... (default 0: none)",
     )
+    p.add_argument(
+        "--explain-rows",
+        choices=("all", "flagged"),
+        default="all",
+        help="the rows --explain gives reasons to: all (default) or the flagged "
+        "ones only, the others' left empty (a row's reasons cost about as much as "
+        "scoring it with every tree, for every feature)",
+    )
     _tracking_arg(p)
     p.set_defaults(func=cmd_score)
 

@@ -562,7 +562,12 @@ def cmd_score(args: argparse.Namespace) -> int:
     ):
         batches = iter_unlabelled(args.input, scorer.schema)
         for frame, first_row, fraction in prefetched(batches):
-            scores = scorer.score(frame, first_row, explain=args.explain)
+            scores = scorer.score(
+                frame,
+                first_row,
+                explain=args.explain,
+                explain_flagged_only=args.explain_rows == "flagged",
+            )
             writer.write(scores)
             flagged += int(scores["flagged"].sum())
             progress.advance(len(frame), fraction)

@@ -16,7 +16,7 @@ trees may split on either, and each gets part of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,8 @@ def feature_contributions(model: XGBClassifier, X: np.ndarray) -> np.ndarray:
     classifier predicts with (up to its best iteration when it stopped early)."""
     from xgboost import DMatrix
 
+    if len(X) == 0:  # XGBoost answers no rows with a flat array
+        return np.zeros((0, np.shape(X)[1]))
     booster = model.get_booster()
     types = booster.feature_types
     categorical = bool(types) and "c" in types
@@ -110,6 +112,36 @@ def top_reasons(
         out[prefix] = names[chosen]
         out[f"{prefix}_value"] = value
         out[f"{prefix}_contribution"] = C[np.arange(len(C)), chosen]
+    return out
+
+
+def explained_rows(
+    model: XGBClassifier,
+    transformer: TabularTransformer,
+    X: np.ndarray,
+    frame: pd.DataFrame,
+    k: int,
+    which: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The ``k`` reasons (:func:`top_reasons`) of each row of ``frame``
+    (``X``: its model space), or of the rows at positions ``which`` only, the
+    others' left empty (no column, no value, a NaN contribution)."""
+    if which is None:
+        columns, C = column_contributions(model, transformer, X)
+        return top_reasons(columns, C, frame, k)
+    columns, C = column_contributions(model, transformer, X[which])
+    some = top_reasons(columns, C, frame.iloc[which], k)
+    import pandas as pd
+
+    out: dict[str, Any] = {}
+    for name, values in some.items():
+        if values.dtype.kind == "f":
+            out[name] = np.full(len(frame), np.nan)
+            out[name][which] = values
+        else:  # text, typed even where every row is empty (a file's schema)
+            full = np.full(len(frame), None, dtype=object)
+            full[which] = values
+            out[name] = pd.array(full, dtype="string")
     return out
 
 

@@ -51,15 +51,24 @@ class RegisteredScorer:
         """Rows with a category never seen in training, per column, so far."""
 
     def score(
-        self, frame: pd.DataFrame, first_row: int = 0, explain: int = 0
+        self,
+        frame: pd.DataFrame,
+        first_row: int = 0,
+        explain: int = 0,
+        explain_flagged_only: bool = False,
     ) -> pd.DataFrame:
         """The schema's id columns present in ``frame``, then ``row``
         (``first_row`` + position), ``fraud_probability``, ``flagged`` (at the
         detector's threshold) and ``explain`` reasons for each row of ``frame``
-        (validated by :attr:`schema`). A category never seen in training is
-        scored as "unseen" and counted in :attr:`unseen`."""
+        (validated by :attr:`schema`; ``explain_flagged_only``: for the flagged
+        rows). A category never seen in training is scored as "unseen" and
+        counted in :attr:`unseen`."""
         return self.detector.score(
-            frame, first_row, explain=explain, unseen=self.unseen
+            frame,
+            first_row,
+            explain=explain,
+            unseen=self.unseen,
+            explain_flagged_only=explain_flagged_only,
         )
 
 

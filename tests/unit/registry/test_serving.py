@@ -270,11 +270,32 @@ def test_score_explain_adds_reasons_and_refuses_too_many(
     assert main([*args, "--explain", "99"]) == 2
     assert "--explain 99: expected 0 to 20" in capsys.readouterr().err
     assert not out.exists()
-    # A served request is held to the same bound.
-    from pipeline.core.errors import DataValidationError
+    # Reasons for the flagged rows only: theirs as for every row, the others'
+    # empty, and a file whose first batch flags nothing still has its columns.
+    assert main([*args, "--explain", "2", "--explain-rows", "flagged"]) == 0
+    some = pd.read_parquet(out)
+    flagged = some["flagged"].to_numpy()
+    assert flagged.any() and not flagged.all()
+    for column in reason_columns(2):
+        assert some[column][~flagged].isna().all(), column
+        np.testing.assert_array_equal(
+            some[column][flagged].to_numpy(), scores[column][flagged].to_numpy()
+        )
+    from pipeline.core.artifacts import TableWriter
     from pipeline.registry.scoring import RegisteredScorer
 
-    detector = RegisteredScorer(tracking_uri=mlflow_store).detector
+    scorer = RegisteredScorer(tracking_uri=mlflow_store)
+    rows = pd.read_csv(demo_csv).drop(columns="Class")
+    quiet = rows.iloc[np.flatnonzero(~flagged)[:50]]
+    with TableWriter(tmp_path / "two.parquet") as writer:
+        for batch in (quiet, rows):
+            writer.write(scorer.score(batch, explain=2, explain_flagged_only=True))
+    two = pd.read_parquet(tmp_path / "two.parquet")
+    assert len(two) == 50 + len(rows) and two["reason_1"].iloc[50:].notna().any()
+    # A served request is held to the same bound.
+    from pipeline.core.errors import DataValidationError
+
+    detector = scorer.detector
     rows = pd.read_csv(demo_csv, nrows=5).drop(columns="Class")
     assert len(detector.answer(rows, 20)) == 5
     with pytest.raises(DataValidationError, match="params.explain 21: expected 0"):
