@@ -135,6 +135,10 @@ def _to_boolean(
     _first_missing(path, kind, name, column, first_row, "true or false")
     if pd.api.types.is_bool_dtype(column):
         return column.to_numpy(dtype=bool)
+    if column.dtype.kind in "iu":  # 1/0 read as numbers: no text to compare
+        values = column.to_numpy()
+        if ((values == 0) | (values == 1)).all():
+            return values == 1
     text = column.astype(str).str.strip().str.lower()
     true, false = text.isin(_TRUE).to_numpy(), text.isin(_FALSE).to_numpy()
     bad = ~(true | false)
@@ -315,7 +319,8 @@ def validate_frame(
         On any deviation from the schema, naming the file, column and row.
     """
     path = Path(path)
-    frame = frame.rename(columns=lambda c: str(c).strip())
+    if not all(isinstance(c, str) and c == c.strip() for c in frame.columns):
+        frame = frame.rename(columns=lambda c: str(c).strip())
     check_columns(path, frame, schema, labelled)
     if len(frame) == 0:
         raise DataValidationError(f"{path}: header only, no data rows")

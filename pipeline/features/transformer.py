@@ -387,6 +387,17 @@ def _vocabulary(column: pd.Series) -> list[Any]:
 
 def _codes(values, categories: list[Any]) -> np.ndarray:
     """Each value's position in ``categories``; ``len(categories)`` when unseen."""
+    array = np.asarray(values)
+    if (
+        array.dtype.kind in "biu"
+        and categories
+        and all(isinstance(c, (int, np.integer, np.bool_)) for c in categories)
+    ):  # booleans, counts, a weekday: looked up as numbers, without boxing each
+        known = np.asarray(categories, dtype=np.int64)
+        order = np.argsort(known, kind="stable")
+        at = np.minimum(np.searchsorted(known[order], array), len(known) - 1)
+        found = known[order][at] == array
+        return np.where(found, order[at], len(categories)).astype(np.float64)
     lookup = pd.Index(categories)
     codes = lookup.get_indexer(pd.Index(np.asarray(values, dtype=object)))
     return np.where(codes < 0, len(categories), codes).astype(np.float64)

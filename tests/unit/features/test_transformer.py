@@ -152,3 +152,19 @@ def test_generated_rows_become_table_rows(mixed_frame, mixed_schema):
     assert stamps.max() <= frame["tx_datetime"].max().normalize() + pd.Timedelta("1D")
     weekday = transformer.inverse_transform(Z)["tx_datetime.dayofweek"]
     assert (stamps.dt.day_of_week.to_numpy() == weekday.to_numpy()).all()
+
+
+def test_codes_of_numbers_are_looked_up_as_the_text_path_does():
+    """Booleans, counts and weekdays take the numeric lookup; an unseen value
+    takes the extra code, as through pandas' index."""
+    from pipeline.features.transformer import _codes
+
+    cases = [
+        (np.array([True, False, True]), [False, True]),
+        (np.array([3, 0, 6, 9, -1, 3]), [0, 1, 2, 3, 4, 5, 6]),
+        (np.array([5, 2, 7]), [7, 2]),  # a vocabulary in its own order
+    ]
+    for values, categories in cases:
+        by_index = pd.Index(categories).get_indexer(pd.Index(values.astype(object)))
+        expected = np.where(by_index < 0, len(categories), by_index)
+        np.testing.assert_array_equal(_codes(values, categories), expected)
