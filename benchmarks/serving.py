@@ -37,6 +37,10 @@ from benchmarks import write_result
 TARGETS = {"in_process_p99_ms": 20.0, "http_p99_ms": 50.0}
 BATCH = 1000
 REASONS_ROWS = 10_000
+ROUNDS = 3
+"""Rates are the median of this many rounds (this machine's speed drifts by
+15 % from one second to the next: one round of ``fraudaug score`` on the
+Kaggle file read 160k to 255k rows/s in twelve tries)."""
 
 
 def _percentiles(seconds: list[float]) -> dict[str, float]:
@@ -61,15 +65,21 @@ def _one_row_in_process(model, frame, n: int, explain: int) -> dict:
 
 
 def _batches_in_process(model, frame, n_batches: int, explain: int) -> float:
+    """Rows per second, ``n_batches`` batches of 1,000 a round (with reasons,
+    ~1 s a batch: a tenth of them, one round)."""
+    n_batches, rounds = (n_batches, ROUNDS) if not explain else (n_batches // 10, 1)
     batches = [
         frame.iloc[(i * BATCH) % (len(frame) - BATCH) :][:BATCH]
-        for i in range(n_batches)
+        for i in range(max(n_batches, 1))
     ]
     model.predict(batches[0], params={"explain": explain})
-    t0 = time.perf_counter()
-    for batch in batches:
-        model.predict(batch, params={"explain": explain})
-    return round(n_batches * BATCH / (time.perf_counter() - t0))
+    rates = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for batch in batches:
+            model.predict(batch, params={"explain": explain})
+        rates.append(len(batches) * BATCH / (time.perf_counter() - t0))
+    return round(float(np.median(rates)))
 
 
 @contextlib.contextmanager
@@ -133,9 +143,25 @@ def _records(frame) -> list[dict]:
     )
 
 
-def _score_rate(data: str, tracking_uri: str, model_uri: str, explain: int) -> dict:
-    """``fraudaug score`` on ``data`` as a user runs it: its streaming rate
-    (the closing progress line: without start-up) and its wall time."""
+def _score_rate(
+    data: str, tracking_uri: str, model_uri: str, explain: int, rounds: int = ROUNDS
+) -> dict:
+    """``fraudaug score`` on ``data`` as a user runs it, ``rounds`` times: its
+    median streaming rate (the closing progress line: without start-up) and wall
+    time."""
+    runs = [_score_once(data, tracking_uri, model_uri, explain) for _ in range(rounds)]
+    rates = [r["streaming_rows_per_s"] for r in runs]
+    return {
+        "rows": runs[0]["rows"],
+        "wall_s": round(float(np.median([r["wall_s"] for r in runs])), 1),
+        "streaming_rows_per_s": round(float(np.median(rates)))
+        if None not in rates
+        else None,
+        "rounds": rounds,
+    }
+
+
+def _score_once(data: str, tracking_uri: str, model_uri: str, explain: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         proc = subprocess.run(
@@ -163,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--data", required=True, help="rows of the version's table")
     parser.add_argument("--name", required=True, help="kaggle, transactions, ...")
     parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--batches", type=int, default=30)
+    parser.add_argument("--batches", type=int, default=100)
     parser.add_argument("--out")
     args = parser.parse_args(argv)
     os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
@@ -249,7 +275,7 @@ def main(argv: list[str] | None = None) -> dict:
         result["fraudaug_score"] = {
             "scores": _score_rate(args.data, args.tracking_uri, args.model_uri, 0),
             "reasons_3": _score_rate(
-                str(explained), args.tracking_uri, args.model_uri, 3
+                str(explained), args.tracking_uri, args.model_uri, 3, rounds=1
             ),
         }
     result["targets"] = {
