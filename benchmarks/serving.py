@@ -89,18 +89,19 @@ def _server(model_uri: str, tracking_uri: str, log: Path):
     with socket.socket() as probe:  # a free loopback port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {
-        **os.environ,
-        "MLFLOW_TRACKING_URI": tracking_uri,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
-    }
+    from pipeline.registry.serving import mlflow_serve
+
+    command, env = mlflow_serve(
+        model_uri, host="127.0.0.1", port=port, workers=1, tracking_uri=tracking_uri
+    )
     with open(log, "wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri,
-             "--env-manager", "local", "--host", "127.0.0.1", "--port", str(port),
-             "--workers", "1"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            command,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 120
         while True:

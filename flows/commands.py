@@ -624,7 +624,7 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     import subprocess
     import tempfile
 
-    from pipeline.registry.serving import served_layout
+    from pipeline.registry.serving import mlflow_serve, served_layout
     from pipeline.registry.store import fetch_version, missing_model, parse_model_uri
 
     name, alias, version = parse_model_uri(args.model_uri)
@@ -645,22 +645,14 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
             f"{found['threshold']:.4f}) at {url}; Ctrl-C stops it",
             flush=True,
         )
-        server = subprocess.Popen(
-            [
-                sys.executable, "-m", "mlflow", "models", "serve",
-                "-m", found["path"], "--env-manager", "local",
-                "--host", args.host, "--port", str(args.port),
-                "--workers", str(args.workers),
-            ],
-            env={
-                **os.environ,
-                "MLFLOW_TRACKING_URI": tracking_uri,
-                # MLflow starts `uvicorn` by name: this environment's own.
-                "PATH": os.pathsep.join(
-                    [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
-                ),
-            },
-        )  # fmt: skip
+        command, env = mlflow_serve(
+            found["path"],
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            tracking_uri=tracking_uri,
+        )
+        server = subprocess.Popen(command, env=env)
         previous = signal.signal(signal.SIGTERM, lambda *_: server.terminate())
         try:
             code = server.wait()

@@ -172,6 +172,27 @@ def load_detector(path: str | Path):
     return model, transformer
 
 
+def mlflow_serve(
+    model: str, *, host: str, port: int, workers: int, tracking_uri: str
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of ``mlflow models serve`` on ``model``
+    (a folder or a ``models:/`` URI) in this Python environment
+    (``--env-manager local``): MLflow starts ``uvicorn`` by name, so this
+    environment's scripts come first on ``PATH``."""
+    import os
+    import sys
+
+    command = [
+        sys.executable, "-m", "mlflow", "models", "serve", "-m", model,
+        "--env-manager", "local", "--host", host, "--port", str(port),
+        "--workers", str(workers),
+    ]  # fmt: skip
+    path = os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    )
+    return command, {**os.environ, "MLFLOW_TRACKING_URI": tracking_uri, "PATH": path}
+
+
 def served_layout(folder: str | Path) -> bool:
     """Whether a fetched version is an MLflow pyfunc model that serves raw
     transactions (registered since serving), not the xgboost flavor on model

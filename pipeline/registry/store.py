@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from pipeline.data.schema import TableSchema
+    from pipeline.data.schema import ColumnSpec, TableSchema
 
 MODEL_NAME = "fraudaug-detector"
 CHAMPION = "champion"
@@ -172,8 +172,8 @@ def _input_example(frame: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
 
     rows = frame.head(EXAMPLE_ROWS).reset_index(drop=True)
     out = {}
-    for spec in schema.columns:
-        if spec.kind in ("label", "ignore") or spec.name not in rows:
+    for spec in _served_columns(schema):
+        if spec.name not in rows:
             continue
         values = rows[spec.name]
         if pd.api.types.is_datetime64_any_dtype(values):
@@ -201,8 +201,7 @@ def signature(schema: TableSchema):
     required = set(schema.required_columns(labelled=False))
     columns = [
         ColSpec(AnyType(), spec.name, required=spec.name in required)
-        for spec in schema.columns
-        if spec.kind not in ("label", "ignore")
+        for spec in _served_columns(schema)
     ]
     return ModelSignature(
         inputs=Schema(columns),
@@ -215,12 +214,14 @@ def served_metadata(schema: TableSchema) -> dict[str, Any]:
     column's kind (numeric, integer, categorical, boolean, datetime, id)."""
     return {
         "fraudaug_schema": schema.name,
-        "fraudaug_columns": {
-            spec.name: spec.kind
-            for spec in schema.columns
-            if spec.kind not in ("label", "ignore")
-        },
+        "fraudaug_columns": {spec.name: spec.kind for spec in _served_columns(schema)},
     }
+
+
+def _served_columns(schema: TableSchema) -> list[ColumnSpec]:
+    """The columns a served request may hold, in the schema's order: all but
+    the label and the ignored ones."""
+    return [spec for spec in schema.columns if spec.kind not in ("label", "ignore")]
 
 
 def served_requirements() -> list[str]:
