@@ -32,6 +32,11 @@ def _decimals(values: np.ndarray) -> int | None:
     return None
 
 
+BLOCK_ROWS = 65_536
+"""The most rows whose number columns :meth:`TabularTransformer.transform`
+reads as one block (at most a few MB)."""
+
+
 def _derived(series: pd.Series, feature: str) -> np.ndarray:
     """A datetime column's derived feature: the fractional hour of day (0-24) or
     the day of the week (0 = Monday)."""
@@ -224,7 +229,11 @@ class TabularTransformer:
         (not derived, not categorical), by feature position, as float64 read
         in one block: a column at a time costs more than the arithmetic on a
         few thousand rows (a served request). Empty unless every such column
-        is an int, float or bool column (others go through ``astype``)."""
+        is an int, float or bool column (others go through ``astype``), and
+        for more than :data:`BLOCK_ROWS` rows: there a column at a time costs
+        nothing more, and the block would be one more copy of them all."""
+        if len(X) > BLOCK_ROWS:
+            return {}
         positions = [
             j
             for j, f in enumerate(self.features_)

@@ -122,6 +122,14 @@ def test_another_tables_model_space(mixed_frame, mixed_schema):
     as_text = rest.assign(amount=rest["amount"].astype(object))
     assert transformer._direct_block(as_text) == {}
     np.testing.assert_array_equal(transformer.transform(as_text), Z)
+    # A large frame goes column by column (no second copy of its numbers).
+    import pipeline.features.transformer as module
+
+    assert len(rest) > 10
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "BLOCK_ROWS", 10)
+        assert transformer._direct_block(rest) == {}
+        np.testing.assert_array_equal(transformer.transform(rest), Z)
 
 
 def test_generated_rows_become_table_rows(mixed_frame, mixed_schema):
