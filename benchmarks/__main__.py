@@ -297,6 +297,7 @@ def bench_commands(
             scores=scores,
         ),
         rule=ChampionRule(rope=0.0, n_resamples=0, random_state=0),
+        view_rows=config.registry.view_rows,
     )
     finish_tracking(tracking)
     # The full file repeated (header once) to >= 10M rows.

@@ -143,6 +143,7 @@ def offer_challenger(
     (``candidates``: the ``candidates`` fixture; ``name``: good or weak)."""
     from xgboost import XGBClassifier
 
+    from pipeline.core.config import RegistryConfig
     from pipeline.registry.promotion import ChampionRule, HeldOut, record_challenger
     from pipeline.registry.tracking import finish_tracking, start_tracking
 
@@ -174,6 +175,7 @@ def offer_challenger(
                 day_totals=demo_day_totals(frame),
             ),
             rule=ChampionRule(rope=rope, n_resamples=100, random_state=0, **decision),
+            view_rows=RegistryConfig().view_rows,
         )
     finally:
         finish_tracking(mlflow_run)

@@ -134,14 +134,6 @@ def judge(
     )
 
 
-VIEW_ROWS = 5_000
-"""The most held-out rows the champion's global view is computed on (a random
-sample of them beyond). Exact contributions cost about 1 ms a row with the
-Kaggle default profile's detector on 2 cores (20 s for 20,000 rows); on that
-champion 5,000 rows give the same five leading columns, in the same order, as
-20,000, and each of the ten leading means within 3 %."""
-
-
 def champion_view(
     folder: Path,
     *,
@@ -150,11 +142,12 @@ def champion_view(
     held_out: HeldOut,
     fitted: list[int] | None,
     random_state: int,
+    view_rows: int,
 ) -> dict[str, Any] | None:
     """The global view of the version in ``folder`` (the champion once the
     decision is taken): what drives its scores on the ``held_out`` rows it never
-    saw (not among its ``fitted`` rows; at most :data:`VIEW_ROWS` of them, drawn
-    with ``random_state``), column by column
+    saw (not among its ``fitted`` rows; at most ``view_rows`` of them, drawn
+    with ``random_state``: ``registry.view_rows``), column by column
     (:func:`pipeline.registry.reasons.global_view`); ``None`` without such rows."""
     import numpy as np
 
@@ -164,9 +157,9 @@ def champion_view(
     if len(keep) == 0:
         return None
     eligible = len(keep)
-    if eligible > VIEW_ROWS:
+    if eligible > view_rows:
         rng = np.random.default_rng(random_state)
-        keep = np.sort(rng.choice(keep, VIEW_ROWS, replace=False))
+        keep = np.sort(rng.choice(keep, view_rows, replace=False))
     model, transformer = load_detector(folder)
     frame = held_out.frame.iloc[keep]
     return {
@@ -227,13 +220,15 @@ def record_challenger(
     fit_rows: np.ndarray,
     held_out: HeldOut,
     rule: ChampionRule,
+    view_rows: int,
 ) -> dict[str, Any]:
     """Log the challenger into its MLflow run (``mlflow_run``, from
     :func:`pipeline.registry.tracking.start_tracking`), decide against the champion on
     its ``held_out`` rows by ``rule`` (:func:`judge`), register it as a new version of
     ``fraudaug-detector`` with the decision as tags, point ``challenger`` at it,
     and ``champion`` too if it won. Returns the decision (also the version and
-    its URI)."""
+    its URI) and the champion's global view on at most ``view_rows`` of the
+    held-out rows (:func:`champion_view`)."""
     from mlflow.exceptions import MlflowException
 
     from pipeline.registry.tracking import mlflow_client, store_lock
@@ -311,6 +306,7 @@ def record_challenger(
             held_out=held_out,
             fitted=None if decision["promoted"] else fitted_rows(champion, data_sha256),
             random_state=rule.random_state,
+            view_rows=view_rows,
         )
     return {
         "explained": explained,

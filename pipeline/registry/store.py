@@ -32,7 +32,10 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +111,7 @@ module."""
 SERVED_CODE = "pipeline.registry.serving"
 """What the served model runs: saved with each version, with what it imports."""
 EXAMPLE_ROWS = 3
+_SAVING = threading.Lock()
 
 
 def save_candidate(
@@ -148,7 +152,7 @@ def save_candidate(
             (code / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, code / rel)
         example = _input_example(example, schema)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _requirements_as_installed():
             # A pandas deprecation inside MLflow's input example.
             warnings.filterwarnings("ignore", "Operation with range is deprecated")
             mlflow.pyfunc.save_model(
@@ -163,6 +167,30 @@ def save_candidate(
                 pip_requirements=served_requirements(),
             )
     return _files(dest)
+
+
+@contextmanager
+def _requirements_as_installed() -> Iterator[None]:
+    """MLflow's save without its check of the requirements against this
+    environment: :func:`served_requirements` reads them from the installed
+    packages, so the check cannot find a mismatch, and it costs ~1.6 s the first
+    time in a process (MLflow maps every installed file to its package, tens of
+    thousands of ``stat`` calls; every flow run is such a first time). MLflow
+    has no setting for it at save time (``mlflow.pyfunc.load_model`` has
+    ``suppress_warnings``), so its module's name is pointed at a no-op for the
+    save; if MLflow's module changes shape, nothing is replaced."""
+    import mlflow.utils.environment as environment
+
+    with _SAVING:  # one save at a time puts the check back as it found it
+        check = getattr(environment, "warn_dependency_requirement_mismatches", None)
+        if check is None:
+            yield
+            return
+        environment.warn_dependency_requirement_mismatches = lambda requirements: None
+        try:
+            yield
+        finally:
+            environment.warn_dependency_requirement_mismatches = check
 
 
 def _input_example(frame: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:

@@ -295,6 +295,7 @@ def stage_registry(
             metric=primary,
             alerts_per_day=config.evaluation.alerts_per_day,
         ),
+        view_rows=config.registry.view_rows,
     )
 
 

@@ -104,6 +104,9 @@ def _the_report_shows_the_champions_global_view(run_dir: Path, n_columns: int):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     view = metrics["registry"]["explained"]
     assert view["version"] == metrics["registry"]["version"]  # promoted: the first
+    # On at most registry.view_rows of the held-out rows (the smoke profile's
+    # 1,000 of its ~4,000).
+    assert 0 < view["rows"] <= metrics["config"]["registry"]["view_rows"] == 1_000
     columns = [c["column"] for c in view["columns"]]
     assert len(columns) == len(set(columns)) == n_columns
     means = [c["mean_abs_contribution"] for c in view["columns"]]

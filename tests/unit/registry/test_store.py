@@ -2,6 +2,7 @@
 alias, and the stage cache."""
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,36 @@ def test_a_failure_mid_registration_moves_no_alias(
         f"name = '{MODEL_NAME}'"
     )
     assert [str(v.version) for v in versions] == ["1"]
+
+
+def test_a_version_pins_the_installed_packages_without_mlflows_scan(
+    candidates, mlflow_store, tmp_path, monkeypatch
+):
+    """A version's requirements are the packages installed here, written
+    without MLflow's check of them against this environment (it maps every
+    installed file to its package: ~1.6 s the first time in each process, every
+    flow run), and MLflow's check is back in place after the save."""
+    from importlib.metadata import version
+
+    import importlib_metadata
+    import mlflow.utils.environment as environment
+    import mlflow.utils.requirements_utils as requirements
+
+    check = environment.warn_dependency_requirement_mismatches
+
+    scans = []
+
+    def scan():  # MLflow's map of every installed file to its package
+        scans.append(1)
+        return {}
+
+    # As in a fresh process: MLflow has not mapped the packages yet.
+    monkeypatch.setattr(requirements, "_MODULES_TO_PACKAGES", None)
+    monkeypatch.setattr(importlib_metadata, "packages_distributions", scan)
+    offer_challenger(mlflow_store, candidates, "good", "run-1")
+    assert scans == []
+    assert environment.warn_dependency_requirement_mismatches is check
+    found = fetch_version(mlflow_store, dst=tmp_path / "v")
+    pinned = (Path(found["path"]) / "requirements.txt").read_text().split()
+    for name in ("mlflow", "xgboost", "scikit-learn", "numpy", "pandas", "pydantic"):
+        assert f"{name}=={version(name)}" in pinned
