@@ -326,3 +326,46 @@ def test_coverage_of_a_difference_that_varies_from_dataset_to_dataset():
     alone = by[("smote_vs_none", 10)]
     assert alone["implied_correlation"] == pytest.approx(0.0, abs=0.1)
     assert alone["missed_plain"]["rate"] < 0.1
+
+
+@pytest.mark.slow
+def test_serving_benchmark_measures_a_registered_version(
+    candidates, mlflow_store, demo_csv, tmp_path
+):
+    """benchmarks.serving end to end on a small champion, as few rounds as it
+    takes: each figure measured, its targets compared, one JSON printed and
+    written."""
+    from tests.helpers import offer_challenger
+
+    offer_challenger(mlflow_store, candidates, "good", "run-1")
+    out = tmp_path / "serving.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serving", "--tracking-uri", mlflow_store,
+         "--data", str(demo_csv), "--name", "demo", "--requests", "30",
+         "--batches", "2", "--rounds", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert json.loads(proc.stdout[proc.stdout.index("{") :]) == result
+    assert result["model"]["method"] == "good"
+    for where in ("in_process", "over_http"):
+        for key in ("scores", "reasons_3"):
+            figures = result[where][key]
+            assert figures["one_row"]["n"] == 30
+            assert 0 < figures["one_row"]["p50_ms"] <= figures["one_row"]["p99_ms"]
+            assert figures["batch_1000_rows_per_s"] > 0
+    assert result["in_process"]["scores"]["batch_10000_rows_per_s"] > 0
+    score = result["fraudaug_score"]
+    assert score["scores"]["rows"] == 3000 and score["scores"]["rounds"] == 1
+    assert score["scores"]["streaming_rows_per_s"] > 0
+    assert score["reasons_3"]["rows"] == 3000
+    targets = result["targets"]
+    assert targets["batch_vs_score"] == round(
+        result["in_process"]["scores"]["batch_1000_rows_per_s"]
+        / score["scores"]["streaming_rows_per_s"],
+        2,
+    )
+    assert targets["in_process_p99_met"] == (
+        result["in_process"]["scores"]["one_row"]["p99_ms"] <= 20.0
+    )
