@@ -29,7 +29,8 @@ def check_columns(
     required = schema.required_columns(labelled=labelled)
     missing = [c for c in required if c not in columns]
     # Optional columns (the label, ids, ... when scoring) are not extra.
-    extra = [c for c in columns if c not in schema.names]
+    known = set(schema.names)
+    extra = [c for c in columns if c not in known]
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     problems = []
     if missing:
@@ -72,7 +73,11 @@ def _to_numeric(
     def at(row: int) -> str:
         return describe_row(kind, first_row + row)
 
-    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iuf":
+        values = column.to_numpy(dtype=np.float64)  # no NA to map (and 10x faster)
+    elif pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(
+        column
+    ):  # nullable (Int64, Float64, ...): NA becomes NaN
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         text = column.astype(str).str.strip()
@@ -174,8 +179,9 @@ def _to_category(
             index=column.index,
         )
     else:
-        text = column.astype(str).str.strip()
-    return text.astype(object).reset_index(drop=True)
+        # Already pandas' text dtype (what astype(str) gives): no copy first.
+        text = (column if column.dtype == "str" else column.astype(str)).str.strip()
+    return pd.Series(text.to_numpy(dtype=object), dtype=object)
 
 
 def _to_datetime(
@@ -318,6 +324,34 @@ def validate_frame(
     DataValidationError
         On any deviation from the schema, naming the file, column and row.
     """
+    return pd.DataFrame(
+        validated_columns(
+            frame,
+            path,
+            kind,
+            schema=schema,
+            labelled=labelled,
+            first_row=first_row,
+            one_class=one_class,
+        )
+    )
+
+
+def validated_columns(
+    frame: pd.DataFrame,
+    path: str | Path,
+    kind: str = "csv",
+    *,
+    schema: TableSchema = KAGGLE,
+    labelled: bool = True,
+    first_row: int = 0,
+    one_class: bool = False,
+) -> dict[str, Any]:
+    """:func:`validate_frame`'s checks, its columns by name before they make a
+    frame (arrays or Series of one length, index 0..n-1): what a served request
+    is scored from (:meth:`pipeline.features.transformer.TabularTransformer.
+    transform` takes them), where a frame of a thousand rows costs more than
+    scoring them."""
     path = Path(path)
     if not all(isinstance(c, str) and c == c.strip() for c in frame.columns):
         frame = frame.rename(columns=lambda c: str(c).strip())
@@ -374,4 +408,4 @@ def validate_frame(
                 if column.dtype == object
                 else column
             ).reset_index(drop=True)
-    return pd.DataFrame(data)
+    return data

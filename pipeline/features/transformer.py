@@ -6,6 +6,7 @@ exact inverse."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,14 +38,33 @@ BLOCK_ROWS = 65_536
 reads as one block (at most a few MB)."""
 
 
-def _derived(series: pd.Series, feature: str) -> np.ndarray:
+_TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _derived(series: pd.Series | np.ndarray, feature: str) -> np.ndarray:
     """A datetime column's derived feature: the fractional hour of day (0-24) or
-    the day of the week (0 = Monday)."""
+    the day of the week (0 = Monday).
+
+    Timestamps without a time zone are read as integer ticks (what pandas' ``dt``
+    accessors compute, without a Series per field: a served request's rows); the
+    hour is summed in pandas' order, so both ways give the same bits. Time-zone
+    aware ones go through ``dt`` (local hours)."""
+    dtype = getattr(series, "dtype", None)
+    naive = isinstance(dtype, np.dtype) and dtype.kind == "M"
+    unit = np.datetime_data(dtype)[0] if naive else None
+    ticks = np.asarray(series).view(np.int64) if unit in _TICKS_PER_SECOND else None
+    if ticks is None or (ticks == np.iinfo(np.int64).min).any():  # NaT: pandas'
+        series = pd.Series(series)
+        if feature == "hour":
+            return (
+                series.dt.hour + series.dt.minute / 60.0 + series.dt.second / 3600.0
+            ).to_numpy(dtype=np.float64)
+        return series.dt.day_of_week.to_numpy(dtype=np.int64)
+    per_day = 86_400 * _TICKS_PER_SECOND[unit]
     if feature == "hour":
-        return (
-            series.dt.hour + series.dt.minute / 60.0 + series.dt.second / 3600.0
-        ).to_numpy(dtype=np.float64)
-    return series.dt.day_of_week.to_numpy(dtype=np.int64)
+        second = ticks % per_day // _TICKS_PER_SECOND[unit]  # of the day (floored)
+        return second // 3600 + (second // 60 % 60) / 60.0 + (second % 60) / 3600.0
+    return (ticks // per_day + 3) % 7  # 1970-01-01 was a Thursday
 
 
 @dataclass
@@ -177,12 +197,15 @@ class TabularTransformer:
 
     # -- the model space --------------------------------------------------------
     def transform(
-        self, X: pd.DataFrame, unseen: dict[str, int] | None = None
+        self, X: pd.DataFrame | Mapping[str, Any], unseen: dict[str, int] | None = None
     ) -> np.ndarray:
         """Table rows -> model space, shape (n_samples, n_features), float64.
 
         ``X`` holds the schema's columns, or (for a datetime's features) the
-        features themselves as :meth:`inverse_transform` gives them. ``unseen``,
+        features themselves as :meth:`inverse_transform` gives them: a frame, or
+        its columns by name (arrays or Series of one length, as
+        :func:`pipeline.data.validation.validated_columns` gives them: a served
+        request's rows, without the cost of a frame). ``unseen``,
         when given, is incremented per column by the number of rows whose category
         was never seen in training (they take the "unseen" code).
         """
@@ -194,8 +217,9 @@ class TabularTransformer:
         ]
         if missing:
             raise DataValidationError(f"missing column(s) {', '.join(missing)}")
-        out = np.empty((len(X), len(self.features_)), dtype=np.float64)
-        direct = self._direct_block(X)
+        n_rows = len(X) if isinstance(X, pd.DataFrame) else len(next(iter(X.values())))
+        out = np.empty((n_rows, len(self.features_)), dtype=np.float64)
+        direct = self._direct_block(X) if isinstance(X, pd.DataFrame) else {}
         for j, f in enumerate(self.features_):
             if j in direct:
                 values = direct[j]
@@ -203,7 +227,7 @@ class TabularTransformer:
                     values = np.log1p(values)
             elif "derive" in f and f["name"] in X:
                 # Already the derived feature (rows in inverse_transform's units).
-                values = X[f["name"]].to_numpy()
+                values = np.asarray(X[f["name"]])
             elif "derive" in f:
                 values = _derived(X[f["source"]], f["derive"])
             else:
@@ -407,6 +431,11 @@ def _codes(values, categories: list[Any]) -> np.ndarray:
         at = np.minimum(np.searchsorted(known[order], array), len(known) - 1)
         found = known[order][at] == array
         return np.where(found, order[at], len(categories)).astype(np.float64)
-    lookup = pd.Index(categories)
-    codes = lookup.get_indexer(pd.Index(np.asarray(values, dtype=object)))
-    return np.where(codes < 0, len(categories), codes).astype(np.float64)
+    # Each distinct value looked up once (a few per column, however many rows).
+    found, distinct = pd.factorize(values, use_na_sentinel=True)
+    position = {c: i for i, c in enumerate(categories)}
+    lookup = np.array(
+        [position.get(v, len(categories)) for v in distinct] + [len(categories)],
+        dtype=np.float64,
+    )
+    return lookup[found]  # a missing value (-1) takes the last: unseen

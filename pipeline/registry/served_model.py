@@ -47,9 +47,12 @@ def _pass_any_columns_through():
     value by value, each returned unchanged: 30,000 Python calls for 1,000 rows of
     30 columns, 80 ms, seven times the scoring itself (MLflow issue 7948). Where
     every column of a signature is ``any`` and the required ones are there, the
-    columns are passed through as they are, as MLflow would pass each value;
-    anything else (a missing column, another model's typed signature) goes to
-    MLflow's own check. If MLflow's module changes shape, nothing is replaced.
+    columns are passed through as they are, as MLflow would pass each value: the
+    request itself when it holds no other column (a copy of its columns costs a
+    thousand rows' request ~0.3 ms), else its signature's columns (MLflow drops
+    the others); anything else (a missing column, another model's typed
+    signature) goes to MLflow's own check. If MLflow's module changes shape,
+    nothing is replaced.
     """
     import mlflow.models.utils as checks
     from mlflow.types.schema import AnyType
@@ -60,10 +63,13 @@ def _pass_any_columns_through():
 
     def enforce_named_columns(pf_input, input_schema):
         names = input_schema.input_names()
+        columns = set(pf_input.columns)
         if all(isinstance(t, AnyType) for t in input_schema.input_types()) and all(
-            n in pf_input.columns for n in input_schema.required_input_names()
+            n in columns for n in input_schema.required_input_names()
         ):
-            return pf_input[[n for n in names if n in pf_input.columns]]
+            if columns <= set(names):
+                return pf_input
+            return pf_input[[n for n in names if n in columns]]
         return enforce(pf_input, input_schema)
 
     enforce_named_columns.passes_any_through = True

@@ -77,30 +77,34 @@ class Detector:
     def schema(self) -> TableSchema:
         return self.transformer.schema
 
-    def check(self, frame: pd.DataFrame, where: str = "request") -> pd.DataFrame:
+    def check(self, frame: pd.DataFrame, where: str = "request") -> dict[str, Any]:
         """``frame`` checked and typed by the schema as a file to score is
-        (:func:`pipeline.data.validation.validate_frame`, unlabelled): the
-        feature columns required, ids and the label optional.
+        (:func:`pipeline.data.validation.validated_columns`, unlabelled): the
+        feature columns required, ids and the label optional. The columns come
+        back by name, not as a frame: :meth:`score` takes either.
 
         Raises
         ------
         DataValidationError
             Naming ``where``, the column and the row of the first bad value.
         """
-        from pipeline.data.validation import validate_frame
+        from pipeline.data.validation import validated_columns
 
-        return validate_frame(frame, where, "rows", schema=self.schema, labelled=False)
+        return validated_columns(
+            frame, where, "rows", schema=self.schema, labelled=False
+        )
 
     def score(
         self,
-        frame: pd.DataFrame,
+        frame: pd.DataFrame | dict[str, Any],
         first_row: int = 0,
         *,
         explain: int = 0,
         unseen: dict[str, int] | None = None,
         explain_flagged_only: bool = False,
     ) -> pd.DataFrame:
-        """Of each row of ``frame`` (checked: :meth:`check`): the schema's id
+        """Of each row of ``frame`` (checked: :meth:`check`, or a frame as
+        :func:`pipeline.data.validation.validate_frame` gives it): the schema's id
         columns present, ``row`` (``first_row`` + position),
         ``fraud_probability``, ``flagged`` (at the threshold) and, for
         ``explain`` > 0, that many reasons
@@ -114,16 +118,20 @@ class Detector:
 
         X = self.transformer.transform(frame, unseen=unseen)
         probability = self.model.predict_proba(X)[:, 1].astype(np.float64)
-        out: dict[str, Any] = {
-            c: frame[c].to_numpy() for c in self.schema.id_columns if c in frame
+        out: dict[str, Any] = {  # as they are (text not made objects and back)
+            c: getattr(frame[c], "array", frame[c])
+            for c in self.schema.id_columns
+            if c in frame
         }
-        out["row"] = np.arange(first_row, first_row + len(frame), dtype=np.int64)
+        out["row"] = np.arange(first_row, first_row + len(X), dtype=np.int64)
         out["fraud_probability"] = probability
         out["flagged"] = probability >= self.threshold
         if explain > 0:
             from pipeline.registry.reasons import explained_rows
 
             which = np.flatnonzero(out["flagged"]) if explain_flagged_only else None
+            if not isinstance(frame, pd.DataFrame):  # the rows' values, shown
+                frame = pd.DataFrame(frame)
             out.update(
                 explained_rows(self.model, self.transformer, X, frame, explain, which)
             )

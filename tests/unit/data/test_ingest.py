@@ -296,6 +296,30 @@ def test_another_table_reads_typed_from_csv_and_parquet(
         assert (from_parquet[column].to_numpy() == frame[column].to_numpy()).all()
 
 
+def test_typed_columns_are_checked_as_their_text_would_be(mixed_frame, mixed_schema):
+    """Columns that come typed (pandas' text, numpy and nullable integers) check
+    to what the same values as text give: categories stripped, as Python text
+    objects; a nullable count's missing cell named by column and row."""
+    from pipeline.data.validation import validate_frame, validated_columns
+
+    frauds = mixed_frame[mixed_frame["is_fraud"] == "fraud"].head(5)
+    rows = pd.concat([mixed_frame.head(45), frauds])
+    rows["channel"] = " " + rows["channel"].astype(str) + "\t"
+    assert rows["channel"].dtype == "str"
+    typed = validate_frame(rows, "t", schema=mixed_schema)
+    as_text = validate_frame(rows.astype(str), "t", schema=mixed_schema)
+    ids = list(mixed_schema.id_columns)  # carried as read: not compared
+    pd.testing.assert_frame_equal(typed.drop(columns=ids), as_text.drop(columns=ids))
+    assert typed["channel"].dtype == object
+    assert set(typed["channel"]) <= set(mixed_frame["channel"])
+    columns = validated_columns(rows, "t", schema=mixed_schema)
+    pd.testing.assert_frame_equal(pd.DataFrame(columns), typed)
+    nullable = rows.astype({"customer_nb_tx_7d": "Int64"})
+    nullable.loc[nullable.index[3], "customer_nb_tx_7d"] = pd.NA
+    with pytest.raises(DataValidationError, match=r"column customer_nb_tx_7d, row 3 "):
+        validate_frame(nullable, "t", schema=mixed_schema)
+
+
 def test_streaming_reader_checks_another_table_by_its_schema(
     tmp_path, mixed_frame, mixed_schema
 ):

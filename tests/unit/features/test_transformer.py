@@ -176,3 +176,81 @@ def test_codes_of_numbers_are_looked_up_as_the_text_path_does():
         by_index = pd.Index(categories).get_indexer(pd.Index(values.astype(object)))
         expected = np.where(by_index < 0, len(categories), by_index)
         np.testing.assert_array_equal(_codes(values, categories), expected)
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_timestamps_derive_their_hour_and_weekday_as_pandas_does(unit):
+    """A naive timestamp's hour and weekday from its ticks, bit for bit what
+    pandas' ``dt`` fields give (before 1970 and within a second too); one with a
+    time zone keeps its local hour."""
+    from pipeline.features.transformer import _derived
+
+    rng = np.random.default_rng(0)
+    seconds = rng.integers(-3 * 10**9, 3 * 10**9, 5000)  # 1875 to 2065
+    ticks = seconds * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[unit]
+    ticks[::2] += rng.integers(0, 10**3 if unit != "s" else 1, 2500)  # fractions
+    series = pd.Series(ticks.astype(f"datetime64[{unit}]"))
+    assert series.dtype == f"datetime64[{unit}]"
+    hour = series.dt.hour + series.dt.minute / 60.0 + series.dt.second / 3600.0
+    for values in (series, series.to_numpy()):
+        np.testing.assert_array_equal(_derived(values, "hour"), hour.to_numpy())
+        np.testing.assert_array_equal(
+            _derived(values, "dayofweek"), series.dt.day_of_week.to_numpy()
+        )
+    with_nat = series.copy()
+    with_nat.iloc[3] = pd.NaT  # never after validation; as pandas, if ever
+    np.testing.assert_array_equal(
+        _derived(with_nat, "hour"),
+        (
+            with_nat.dt.hour + with_nat.dt.minute / 60.0 + with_nat.dt.second / 3600.0
+        ).to_numpy(dtype=np.float64),
+    )
+    local = series.dt.tz_localize("UTC").dt.tz_convert("Asia/Kolkata")  # +5:30
+    local_hour = local.dt.hour + local.dt.minute / 60.0 + local.dt.second / 3600.0
+    np.testing.assert_array_equal(_derived(local, "hour"), local_hour.to_numpy())
+    assert not np.array_equal(_derived(local, "hour"), hour.to_numpy())
+
+
+def test_codes_of_text_are_looked_up_as_pandas_index_does():
+    """Text categories, as object arrays or pandas' text dtype: each value's
+    vocabulary position, the extra code for a value never seen or missing."""
+    from pipeline.features.transformer import _codes
+
+    categories = ["atm", "online", "pos", "3"]  # a vocabulary in its own order
+    values = ["pos", "atm", "crypto", "pos", None, "3", "online", "", "ATM"]
+    by_index = pd.Index(categories).get_indexer(pd.Index(values, dtype=object))
+    expected = np.where(by_index < 0, len(categories), by_index)
+    for given_as in (
+        np.array(values, dtype=object),
+        pd.Series(values, dtype=object),
+        pd.Series(values, dtype="str"),
+    ):
+        np.testing.assert_array_equal(_codes(given_as, categories), expected)
+
+
+def test_checked_columns_give_the_frames_model_space(
+    mixed_frame, mixed_schema, sample_path
+):
+    """A request's rows checked into columns (no frame: how a served request is
+    scored) reach the model space of the checked frame bit for bit, unseen
+    categories counted alike: on another table's shape and on the real Kaggle
+    rows."""
+    from pipeline.data.validation import validate_frame, validated_columns
+
+    tables = [(mixed_frame, mixed_schema), (pd.read_csv(sample_path), KAGGLE)]
+    for table, schema in tables:
+        train = validate_frame(table.iloc[:5000], "t", schema=schema)
+        transformer = TabularTransformer(schema).fit(train)
+        rest = table.iloc[5000:6000].drop(columns=[schema.label.column])
+        if "channel" in rest:
+            rest.loc[rest.index[:5], "channel"] = "CRYPTO"
+        counted: list[dict[str, int]] = [{}, {}]
+        frame = validate_frame(rest, "r", "rows", schema=schema, labelled=False)
+        columns = validated_columns(rest, "r", "rows", schema=schema, labelled=False)
+        assert list(columns) == list(frame.columns)
+        np.testing.assert_array_equal(
+            transformer.transform(columns, unseen=counted[0]),
+            transformer.transform(frame, unseen=counted[1]),
+        )
+        assert counted[0] == counted[1]
+        assert counted[0] == ({"channel": 5} if schema is mixed_schema else {})

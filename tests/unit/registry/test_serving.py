@@ -96,6 +96,11 @@ checks._enforce_type = lambda *a, **k: per_value.append(1) or enforce_type(*a, *
 model = mlflow.pyfunc.load_model("models:/fraudaug-detector@champion")
 rows = pd.read_json(sys.argv[1], orient="split")
 answer = model.predict(rows, params={"explain": 3})
+# A column the signature lacks is dropped, as MLflow does; a request of the
+# signature's columns goes on as it is (no copy).
+other = model.predict(rows.assign(note="x"), params={"explain": 0})
+schema = model.metadata.get_input_schema()
+as_is = checks._enforce_named_col_schema(rows, schema) is rows
 errors = []
 for bad in (rows.drop(columns=["V3"]), rows.assign(Amount=-rows["Amount"] - 1)):
     try:
@@ -105,7 +110,8 @@ for bad in (rows.drop(columns=["V3"]), rows.assign(Amount=-rows["Amount"] - 1)):
 import pipeline.registry.serving as served
 print(json.dumps({"answer": answer.to_dict(orient="list"), "errors": errors,
                   "unpickled": len(calls), "code": served.__file__,
-                  "checked_per_value": len(per_value)}))
+                  "checked_per_value": len(per_value), "as_is": as_is,
+                  "other": other["fraud_probability"].tolist()}))
 """
 
 
@@ -133,6 +139,7 @@ def test_the_registered_model_answers_like_score_and_never_unpickles(
     # MLflow's value-by-value check of `any` columns (80 ms for 1,000 rows) is
     # skipped: the schema checks them.
     assert out["checked_per_value"] == 0
+    assert out["as_is"]
     # It ran the code saved with the version (code/pipeline/...), not this checkout's.
     assert Path(out["code"]).parts[-4:] == (
         "code",
@@ -147,6 +154,7 @@ def test_the_registered_model_answers_like_score_and_never_unpickles(
         answer["fraud_probability"], expected["fraud_probability"], atol=1e-6
     )
     assert (answer["flagged"] == expected["flagged"]).all()
+    assert out["other"] == answer["fraud_probability"].tolist()
     for column in reason_columns(3):
         if column.endswith("_contribution"):
             np.testing.assert_allclose(answer[column], expected[column], atol=1e-6)
