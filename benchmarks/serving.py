@@ -97,15 +97,33 @@ def _ratio(rate: float | None, score_rate: float | None) -> float | None:
     return None if rate is None or not score_rate else round(rate / score_rate, 2)
 
 
+def _load_with_its_own_code(model_uri: str):
+    """The version as ``mlflow models serve`` loads it: with the code saved with
+    it (``code/pipeline/...``). This process imported this checkout's
+    ``pipeline`` to find the version; left in place, the model would run that
+    instead, and a version registered by other code would be timed with this
+    checkout's."""
+    import mlflow.pyfunc
+
+    for module in [m for m in sys.modules if m.split(".")[0] == "pipeline"]:
+        del sys.modules[module]
+    return mlflow.pyfunc.load_model(model_uri)
+
+
+def _code_that_scores() -> str:
+    """``version`` when the loaded model scores with the code saved with it."""
+    served = sys.modules.get("pipeline.registry.serving")
+    parts = Path(getattr(served, "__file__", "")).parts
+    return "version" if parts[-4:-3] == ("code",) else f"other: {served}"
+
+
 @contextlib.contextmanager
-def _server(model_uri: str, tracking_uri: str, log: Path):
+def _server(mlflow_serve, model_uri: str, tracking_uri: str, log: Path):
     import socket
 
     with socket.socket() as probe:  # a free loopback port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    from pipeline.registry.serving import mlflow_serve
-
     command, env = mlflow_serve(
         model_uri, host="127.0.0.1", port=port, workers=1, tracking_uri=tracking_uri
     )
@@ -214,9 +232,9 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
     import logging
 
-    import mlflow.pyfunc
     import pandas as pd
 
+    from pipeline.registry.serving import mlflow_serve
     from pipeline.registry.store import fetch_version, parse_model_uri
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -227,7 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
         )
     if found is None:
         raise SystemExit(f"{args.model_uri}: not in {args.tracking_uri}")
-    model = mlflow.pyfunc.load_model(args.model_uri)
+    model = _load_with_its_own_code(args.model_uri)
     schema = model.metadata.metadata["fraudaug_columns"]
     table = (
         pd.read_parquet(args.data)
@@ -244,6 +262,7 @@ def main(argv: list[str] | None = None) -> dict:
             "method": found["method"],
             "run_id": found["run_id"],
             "columns": len(schema),
+            "code": _code_that_scores(),
         },
         "data": Path(args.data).name,
         "cpu_cores": os.cpu_count(),
@@ -266,7 +285,9 @@ def main(argv: list[str] | None = None) -> dict:
     over_http = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
-        _server(args.model_uri, args.tracking_uri, Path(tmp) / "serve.log") as port,
+        _server(
+            mlflow_serve, args.model_uri, args.tracking_uri, Path(tmp) / "serve.log"
+        ) as port,
     ):
         records = _records(frame.head(max(args.requests, BATCH * 4)))
         for explain in (0, 3):

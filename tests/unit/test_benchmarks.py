@@ -349,6 +349,7 @@ def test_serving_benchmark_measures_a_registered_version(
     result = json.loads(out.read_text())
     assert json.loads(proc.stdout[proc.stdout.index("{") :]) == result
     assert result["model"]["method"] == "good"
+    assert result["model"]["code"] == "version"  # not this checkout's pipeline
     for where in ("in_process", "over_http"):
         for key in ("scores", "reasons_3"):
             figures = result[where][key]
