@@ -251,11 +251,13 @@ class TabularTransformer:
     def _direct_block(self, X: pd.DataFrame) -> dict[int, np.ndarray]:
         """The number features read straight from a numeric column of ``X``
         (not derived, not categorical), by feature position, as float64 read
-        in one block: a column at a time costs more than the arithmetic on a
-        few thousand rows (a served request). Empty unless every such column
-        is an int, float or bool column (others go through ``astype``), and
-        for more than :data:`BLOCK_ROWS` rows: there a column at a time costs
-        nothing more, and the block would be one more copy of them all."""
+        in one block: a frame's column at a time costs more than the
+        arithmetic on a few thousand rows (columns by name, as a served
+        request comes, are read one by one: no frame to pay for). Empty unless
+        every such column is an int, float or bool column (others go through
+        ``astype``), and for more than :data:`BLOCK_ROWS` rows: there a column
+        at a time costs nothing more, and the block would be one more copy of
+        them all."""
         if len(X) > BLOCK_ROWS:
             return {}
         positions = [
