@@ -280,6 +280,28 @@ def check_label_values(
 
 
 def validate_frame(
+    frame: pd.DataFrame, path: str | Path, kind: str = "csv", **options: Any
+) -> pd.DataFrame:
+    """Check a frame against its schema and return a clean, typed copy: the
+    columns of :func:`validated_columns` (same parameters) as one frame.
+
+    Returns
+    -------
+    DataFrame
+        The schema's columns in its order (ignored ones dropped): numeric
+        float64, integer int64, boolean bool, categorical text, datetime
+        datetime64, ids as read, the label int8 (1 = the positive value);
+        index 0..n-1.
+
+    Raises
+    ------
+    DataValidationError
+        On any deviation from the schema, naming the file, column and row.
+    """
+    return pd.DataFrame(validated_columns(frame, path, kind, **options))
+
+
+def validated_columns(
     frame: pd.DataFrame,
     path: str | Path,
     kind: str = "csv",
@@ -288,8 +310,12 @@ def validate_frame(
     labelled: bool = True,
     first_row: int = 0,
     one_class: bool = False,
-) -> pd.DataFrame:
-    """Check a frame against ``schema`` and return a clean, typed copy.
+) -> dict[str, Any]:
+    """Check a frame against ``schema``: its columns by name, clean and typed,
+    before they make a frame (:func:`validate_frame` makes it). A served request
+    is scored from these (:meth:`pipeline.features.transformer.
+    TabularTransformer.transform` takes them): a frame of a thousand rows, built
+    and read back a column at a time, cost about a fifth of such a request.
 
     Parameters
     ----------
@@ -313,45 +339,15 @@ def validate_frame(
 
     Returns
     -------
-    DataFrame
-        The schema's columns in its order (ignored ones dropped): numeric
-        float64, integer int64, boolean bool, categorical text, datetime
-        datetime64, ids as read, the label int8 (1 = the positive value);
-        index 0..n-1.
+    dict
+        :func:`validate_frame`'s columns in its order, each an array or a Series
+        (index 0..n-1) of the frame's length.
 
     Raises
     ------
     DataValidationError
         On any deviation from the schema, naming the file, column and row.
     """
-    return pd.DataFrame(
-        validated_columns(
-            frame,
-            path,
-            kind,
-            schema=schema,
-            labelled=labelled,
-            first_row=first_row,
-            one_class=one_class,
-        )
-    )
-
-
-def validated_columns(
-    frame: pd.DataFrame,
-    path: str | Path,
-    kind: str = "csv",
-    *,
-    schema: TableSchema = KAGGLE,
-    labelled: bool = True,
-    first_row: int = 0,
-    one_class: bool = False,
-) -> dict[str, Any]:
-    """:func:`validate_frame`'s checks, its columns by name before they make a
-    frame (arrays or Series of one length, index 0..n-1): what a served request
-    is scored from (:meth:`pipeline.features.transformer.TabularTransformer.
-    transform` takes them): a frame of a thousand rows, built and read back a
-    column at a time, cost about a fifth of such a request."""
     path = Path(path)
     if not all(isinstance(c, str) and c == c.strip() for c in frame.columns):
         frame = frame.rename(columns=lambda c: str(c).strip())

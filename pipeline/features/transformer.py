@@ -219,7 +219,7 @@ class TabularTransformer:
             raise DataValidationError(f"missing column(s) {', '.join(missing)}")
         n_rows = len(X) if isinstance(X, pd.DataFrame) else len(next(iter(X.values())))
         out = np.empty((n_rows, len(self.features_)), dtype=np.float64)
-        direct = self._direct_block(X) if isinstance(X, pd.DataFrame) else {}
+        direct = self._direct_block(X)
         for j, f in enumerate(self.features_):
             if j in direct:
                 values = direct[j]
@@ -248,17 +248,19 @@ class TabularTransformer:
                 out[:, j] = (np.asarray(values) - f["mean"]) / f["scale"]
         return out
 
-    def _direct_block(self, X: pd.DataFrame) -> dict[int, np.ndarray]:
-        """The number features read straight from a numeric column of ``X``
-        (not derived, not categorical), by feature position, as float64 read
-        in one block: a frame's column at a time costs more than the
-        arithmetic on a few thousand rows (columns by name, as a served
-        request comes, are read one by one: no frame to pay for). Empty unless
-        every such column is an int, float or bool column (others go through
-        ``astype``), and for more than :data:`BLOCK_ROWS` rows: there a column
-        at a time costs nothing more, and the block would be one more copy of
-        them all."""
-        if len(X) > BLOCK_ROWS:
+    def _direct_block(
+        self, X: pd.DataFrame | Mapping[str, Any]
+    ) -> dict[int, np.ndarray]:
+        """The number features read straight from a numeric column of frame
+        ``X`` (not derived, not categorical), by feature position, as float64
+        read in one block: a frame's column at a time costs more than the
+        arithmetic on a few thousand rows. Empty for columns by name (as a
+        served request comes: each read as it is, no frame to pay for); for a
+        frame, empty unless every such column is an int, float or bool column
+        (others go through ``astype``), and for more than :data:`BLOCK_ROWS`
+        rows: there a column at a time costs nothing more, and the block would
+        be one more copy of them all."""
+        if not isinstance(X, pd.DataFrame) or len(X) > BLOCK_ROWS:
             return {}
         positions = [
             j
