@@ -1,8 +1,10 @@
 """What serving a registered version costs (issue 41): one-row requests' latency
 in process (``mlflow.pyfunc`` ``predict``) and over HTTP (``mlflow models
 serve``), rows per second in batches of 1,000, with and without reasons (and
-of 10,000 without), and ``fraudaug score``'s rate on the same rows with the same
-version.
+of 10,000 without), where a 1,000-row request's time goes (the version's check,
+transform, XGBoost, answer and MLflow's ``predict``, each timed alone), and
+``fraudaug score``'s rate (and its cost per 1,000 rows) on the same rows with
+the same version.
 
     python -m benchmarks.serving --tracking-uri sqlite:///mlflow.db \\
         --data data/raw/creditcard.csv --name kaggle [--model-uri URI]
@@ -92,6 +94,47 @@ def _batches_in_process(
             model.predict(batch, params={"explain": explain})
         rates.append(sum(map(len, batches)) / (time.perf_counter() - t0))
     return round(float(np.median(rates)))
+
+
+def _stages(model, frame, n_batches: int, rounds: int = ROUNDS) -> dict | None:
+    """Where a request of 1,000 rows spends its time: the version's own steps
+    (its :class:`pipeline.registry.serving.Detector`) one after the other on each
+    batch, as a request runs them (the check, the transform, XGBoost), then its
+    whole answer (the three and the answer's frame) and MLflow's ``predict``
+    around that, on the same batch; in ms a batch, the median of ``rounds``
+    rounds. Timed in turn, batch by batch, so that the machine's drift
+    touches them alike. ``None`` for a table of fewer rows than a batch, or a
+    version without a detector to reach."""
+    detector = getattr(model.unwrap_python_model(), "detector", None)
+    if detector is None or len(frame) < BATCH:
+        return None
+    batches = [
+        frame.iloc[(i * BATCH) % max(len(frame) - BATCH, 1) :][:BATCH]
+        for i in range(n_batches)
+    ]
+    steps = ("check", "transform", "xgboost", "answer", "pyfunc_predict")
+    per_round = []
+    for _ in range(rounds + 1):  # the first round warms up
+        seconds = np.zeros(len(steps))
+        for batch in batches:
+            t0 = time.perf_counter()
+            columns = detector.check(batch)
+            t1 = time.perf_counter()
+            features = detector.transformer.transform(columns)
+            t2 = time.perf_counter()
+            detector.model.predict_proba(features)
+            t3 = time.perf_counter()
+            detector.answer(batch, 0)
+            t4 = time.perf_counter()
+            model.predict(batch, params={"explain": 0})
+            t5 = time.perf_counter()
+            seconds += np.diff([t0, t1, t2, t3, t4, t5])
+        per_round.append(seconds / len(batches) * 1000)
+    median = np.median(per_round[1:], axis=0)
+    return {
+        f"{step}_ms": round(float(ms), 3)
+        for step, ms in zip(steps, median, strict=True)
+    }
 
 
 def _ratio(rate: float | None, score_rate: float | None) -> float | None:
@@ -282,6 +325,9 @@ def main(argv: list[str] | None = None) -> dict:
     in_process["scores"][f"batch_{LARGE_BATCH}_rows_per_s"] = _batches_in_process(
         model, frame, args.batches, 0, size=LARGE_BATCH, rounds=args.rounds
     )
+    in_process["batch_1000_stages"] = _stages(
+        model, frame, args.batches, rounds=args.rounds
+    )
     result["in_process"] = in_process
     over_http = {}
     with (
@@ -341,6 +387,11 @@ def main(argv: list[str] | None = None) -> dict:
             result["fraudaug_score"]["scores"]["streaming_rows_per_s"],
         ),
     }
+    score_rate = result["fraudaug_score"]["scores"]["streaming_rows_per_s"]
+    # What scoring 1,000 rows costs fraudaug score, against a request's stages.
+    result["fraudaug_score"]["scores"]["ms_per_1000_rows"] = (
+        round(BATCH * 1000 / score_rate, 3) if score_rate else None
+    )
     write_result(result, f"serving-{args.name}", args.out)
     return result
 

@@ -356,12 +356,20 @@ def test_serving_benchmark_measures_a_registered_version(
             assert figures["one_row"]["n"] == 30
             assert 0 < figures["one_row"]["p50_ms"] <= figures["one_row"]["p99_ms"]
             assert figures["batch_1000_rows_per_s"] > 0
+    stages = result["in_process"]["batch_1000_stages"]
+    assert set(stages) == {
+        "check_ms", "transform_ms", "xgboost_ms", "answer_ms", "pyfunc_predict_ms"
+    }  # fmt: skip
+    assert all(ms > 0 for ms in stages.values())
     # A 3,000-row table fills no batch of 10,000: not measured, not relabelled.
     assert result["in_process"]["scores"]["batch_10000_rows_per_s"] is None
     assert result["targets"]["batch_10000_vs_score"] is None
     score = result["fraudaug_score"]
     assert score["scores"]["rows"] == 3000 and score["scores"]["rounds"] == 1
     assert score["scores"]["streaming_rows_per_s"] > 0
+    assert score["scores"]["ms_per_1000_rows"] == round(
+        1e6 / score["scores"]["streaming_rows_per_s"], 3
+    )
     assert score["reasons_3"]["rows"] == 3000
     targets = result["targets"]
     assert targets["batch_vs_score"] == round(
