@@ -2,7 +2,8 @@
 in process (``mlflow.pyfunc`` ``predict``) and over HTTP (``mlflow models
 serve``), rows per second in batches of 1,000, with and without reasons (and
 of 10,000 without), where a 1,000-row request's time goes (the version's check,
-transform, XGBoost, answer and MLflow's ``predict``, each timed alone), and
+transform, XGBoost, answer and MLflow's ``predict``, timed in turn on each
+batch), and
 ``fraudaug score``'s rate (and its cost per 1,000 rows) on the same rows with
 the same version.
 
@@ -70,6 +71,15 @@ def _one_row_in_process(model, frame, n: int, explain: int) -> dict:
     return _percentiles(times)
 
 
+def _batches(frame, n_batches: int, size: int) -> list:
+    """``n_batches`` batches of ``size`` rows of ``frame`` (at least that many
+    rows), each starting ``size`` rows after the last, wrapping round."""
+    return [
+        frame.iloc[(i * size) % max(len(frame) - size, 1) :][:size]
+        for i in range(n_batches)
+    ]
+
+
 def _batches_in_process(
     model, frame, n_batches: int, explain: int, size: int = BATCH, rounds: int = ROUNDS
 ) -> float | None:
@@ -81,11 +91,7 @@ def _batches_in_process(
         return None
     if explain:
         n_batches, rounds = n_batches // 10, 1
-    n_batches = max(n_batches * BATCH // size, 1)
-    batches = [
-        frame.iloc[(i * size) % max(len(frame) - size, 1) :][:size]
-        for i in range(n_batches)
-    ]
+    batches = _batches(frame, max(n_batches * BATCH // size, 1), size)
     model.predict(batches[0], params={"explain": explain})
     rates = []
     for _ in range(rounds):
@@ -108,10 +114,7 @@ def _stages(model, frame, n_batches: int, rounds: int = ROUNDS) -> dict | None:
     detector = getattr(model.unwrap_python_model(), "detector", None)
     if detector is None or len(frame) < BATCH:
         return None
-    batches = [
-        frame.iloc[(i * BATCH) % max(len(frame) - BATCH, 1) :][:BATCH]
-        for i in range(n_batches)
-    ]
+    batches = _batches(frame, n_batches, BATCH)
     steps = ("check", "transform", "xgboost", "answer", "pyfunc_predict")
     per_round = []
     for _ in range(rounds + 1):  # the first round warms up
