@@ -436,7 +436,7 @@ def _codes(values, categories: list[Any]) -> np.ndarray:
         found = known[order][at] == array
         return np.where(found, order[at], len(categories)).astype(np.float64)
     # Each distinct value looked up once (a few per column, however many rows).
-    found, distinct = pd.factorize(values, use_na_sentinel=True)
+    found, distinct = pd.factorize(array, use_na_sentinel=True)
     position = {c: i for i, c in enumerate(categories)}
     lookup = np.array(
         [position.get(v, len(categories)) for v in distinct] + [len(categories)],
