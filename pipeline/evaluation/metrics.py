@@ -142,22 +142,22 @@ def bootstrap_ci(
     *,
     n_resamples: int,
     random_state: int,
-    n_jobs: int = 1,
 ) -> list[list[float] | None]:
-    """For each of ``scores``, the 95 % percentile interval of AUPRC over the same
+    """For each of ``scores``, the 95 % percentile interval of AUPRC over
     stratified bootstrap resamples of the test rows (the within-split
-    uncertainty); ``n_jobs`` threads
-    (:func:`pipeline.evaluation.statistics.bootstrap_auprc`)."""
+    uncertainty), each scorer's its own bootstrap drawn from ``random_state``
+    (:func:`pipeline.evaluation.statistics.bootstrap_auprc`): a scorer's interval
+    does not depend on the scores beside it."""
     if n_resamples < 1:
         return [None] * len(scores)
-    values = bootstrap_auprc(
-        y_true,
-        scores,
-        n_resamples=n_resamples,
-        random_state=random_state,
-        n_jobs=n_jobs,
-    )
-    return [percentile_interval(values[:, j]) for j in range(len(scores))]
+    return [
+        percentile_interval(
+            bootstrap_auprc(
+                y_true, [s], n_resamples=n_resamples, random_state=random_state
+            )[:, 0]
+        )
+        for s in scores
+    ]
 
 
 _UNBOUNDED = {"net_savings"}

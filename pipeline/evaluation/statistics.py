@@ -235,29 +235,69 @@ def bootstrap_means(
     return values[draws].mean(axis=1)
 
 
-def _weighted_ap(order: np.ndarray, y_sorted: np.ndarray, ends: np.ndarray, counts):
-    """``average_precision_score(y[idx], s[idx])`` for the multiset ``idx`` given by
-    ``counts`` (how often each row was drawn), without building or sorting it.
+_BATCH_ELEMENTS = 4_000_000
+"""Counts held at once by :func:`bootstrap_auprc` (resamples × cells)."""
 
-    ``order`` sorts the scores descending once; ``y_sorted`` holds the 0/1 labels
-    in that order (integers) and ``ends`` the last position of each distinct
-    score there. Rows drawn ``k`` times weigh ``k`` (equal scores are one
-    threshold whatever their order, so weights are exactly duplicates); a score
-    no drawn row has is no threshold, as scikit-learn drops zero weights. The
-    cumulative counts are integers, so exact, and the result equals
-    scikit-learn's on the resampled rows bit for bit (tested).
-    """
-    w = counts[order]
-    weight = np.cumsum(w)[ends]
-    tps = np.cumsum(w * y_sorted)[ends]
-    drawn = np.diff(weight, prepend=0) > 0
-    tps = tps[drawn].astype(np.float64)
-    fps = weight[drawn] - tps
-    precision = tps / (tps + fps)  # every threshold holds a drawn row: never 0 / 0
-    recall = tps / tps[-1] if tps[-1] != 0 else np.ones_like(tps)
-    precision = np.r_[precision[::-1], 1.0]
-    recall = np.r_[recall[::-1], 0.0]
-    return float(max(0.0, -np.sum(np.diff(recall) * precision[:-1])))
+
+def _ranking_cells(y: np.ndarray, scores: Sequence[np.ndarray]):
+    """What a resample's AUPRC depends on, for :func:`bootstrap_auprc`: each
+    negative's *cell* (the negatives every scorer places between the same two
+    consecutive levels, a level being a distinct positive score) and, per
+    scorer, the sparse maps positive -> its level and cell -> the levels at or
+    below it. Returns ``(cells, per_scorer)``."""
+    from scipy import sparse
+
+    pos, neg = y, ~y
+    n_pos = int(pos.sum())
+    levels_of, buckets = [], []
+    cells = np.zeros(int(neg.sum()), dtype=np.int64)
+    for s in scores:
+        s = np.asarray(s, dtype=np.float64)
+        levels, level_of_pos = np.unique(s[pos], return_inverse=True)
+        # Levels at or below each negative: it is counted at those thresholds.
+        bucket = np.searchsorted(levels, s[neg], side="right")
+        levels_of.append((len(levels), level_of_pos))
+        buckets.append(bucket)
+        cells = np.unique(cells * (len(levels) + 1) + bucket, return_inverse=True)[1]
+    n_cells = int(cells.max()) + 1
+    member = np.empty(n_cells, dtype=np.int64)
+    member[cells] = np.arange(len(cells))
+    per_scorer = [
+        (
+            sparse.csr_matrix(
+                (np.ones(n_pos), (np.arange(n_pos), level_of_pos)), (n_pos, n_levels)
+            ),
+            sparse.csr_matrix(
+                (np.ones(n_cells), (np.arange(n_cells), bucket[member])),
+                (n_cells, n_levels + 1),
+            ),
+        )
+        for (n_levels, level_of_pos), bucket in zip(levels_of, buckets, strict=True)
+    ]
+    return cells, per_scorer
+
+
+def _auprc_of_counts(per_scorer, drawn_pos: np.ndarray, drawn_neg: np.ndarray):
+    """Each resample's AUPRC per scorer from its drawn rows counted per positive
+    (``drawn_pos``, resamples × positives) and per cell (``drawn_neg``):
+    ``sum over levels of (positives at the level / positives) x precision at
+    it``, the precision counting every drawn row at or above the level."""
+    n_pos = drawn_pos[0].sum()
+    out = np.empty((len(drawn_pos), len(per_scorer)))
+    for j, (at_level, in_bucket) in enumerate(per_scorer):
+        # (sparse @ dense is dense)
+        tp = np.asarray(at_level.T @ drawn_pos.T, dtype=np.float64).T
+        fp = np.asarray(in_bucket.T @ drawn_neg.T, dtype=np.float64).T
+        tp_at_or_above = np.cumsum(tp[:, ::-1], axis=1)[:, ::-1]
+        fp_at_or_above = np.cumsum(fp[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        precision = np.divide(
+            tp_at_or_above,
+            tp_at_or_above + fp_at_or_above,
+            out=np.zeros_like(tp_at_or_above),
+            where=tp > 0,
+        )
+        out[:, j] = (tp * precision).sum(axis=1) / n_pos
+    return out
 
 
 def bootstrap_auprc(
@@ -266,46 +306,43 @@ def bootstrap_auprc(
     *,
     n_resamples: int,
     random_state: int,
-    n_jobs: int = 1,
 ) -> np.ndarray:
     """AUPRC of each of ``scores`` on the same stratified bootstrap resamples of the
     rows: shape ``(n_resamples, len(scores))``.
 
     Each resample draws the positives and the negatives with replacement, each as
-    many as there are (the draws of ``numpy.random.default_rng(random_state)``,
-    positives first). Exactly ``average_precision_score`` on the resampled rows,
-    about 40x faster (no per-resample sort or validation). The draws are made in
-    order; the AUPRCs of ``n_jobs`` resamples at a time are computed in threads
-    (the same values whatever ``n_jobs``).
+    many as there are. Its AUPRC depends only on how many drawn positives hold
+    each distinct positive score and how many drawn negatives every scorer
+    places between the same two of those scores (a *cell*), so the rows are
+    drawn and counted at that grain: a multinomial over the positives and one
+    over the cells, which is exactly what drawing the rows one by one and
+    counting them gives. Each value is ``average_precision_score`` on the
+    drawn rows (to rounding; tested), at a cost of resamples × (positives +
+    cells) rather than × rows: 2,000 resamples of the Kaggle file's 57,000 test
+    rows, two scorers, take a fraction of a second.
+
+    The positives and the negatives draw from two streams of
+    ``numpy.random.SeedSequence(random_state)``, so the draws do not depend on
+    how the resamples are batched. The resamples are shared by the scorers of
+    one call (a paired bootstrap); a scorer's own interval is a call with it
+    alone.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    rng = np.random.default_rng(random_state)
-    y = np.asarray(y_true).astype(np.int64)
-    ranked = []
-    for s in scores:
-        s = np.asarray(s, dtype=np.float64)
-        order = np.argsort(s, kind="stable")[::-1]
-        s_sorted = s[order]
-        ends = np.r_[np.flatnonzero(np.diff(s_sorted)), len(s_sorted) - 1]
-        ranked.append((order, y[order], ends))
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    out = np.empty((n_resamples, len(ranked)))
-
-    def one(i: int, idx: np.ndarray) -> None:
-        counts = np.bincount(idx, minlength=len(y))
-        for j, (order, y_sorted, ends) in enumerate(ranked):
-            out[i, j] = _weighted_ap(order, y_sorted, ends, counts)
-
-    with ThreadPoolExecutor(max(1, n_jobs)) as pool:
-        pending = []
-        for i in range(n_resamples):
-            idx = np.concatenate(
-                [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
-            )
-            pending.append(pool.submit(one, i, idx))
-            if len(pending) > 2 * n_jobs:  # a few resamples in memory at a time
-                pending.pop(0).result()
-        for future in pending:
-            future.result()
+    y = np.asarray(y_true).astype(bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0:
+        raise ValueError("bootstrap_auprc needs at least one positive row")
+    if n_neg == 0:  # every row a positive: every threshold's precision is 1
+        return np.ones((n_resamples, len(scores)))
+    cells, per_scorer = _ranking_cells(y, scores)
+    share = np.bincount(cells) / n_neg
+    pos_stream, neg_stream = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(random_state).spawn(2)
+    )
+    out = np.empty((n_resamples, len(per_scorer)))
+    batch = max(1, _BATCH_ELEMENTS // max(len(share), n_pos))
+    for start in range(0, n_resamples, batch):
+        size = min(batch, n_resamples - start)
+        drawn_pos = pos_stream.multinomial(n_pos, np.full(n_pos, 1.0 / n_pos), size)
+        drawn_neg = neg_stream.multinomial(n_neg, share, size)
+        out[start : start + size] = _auprc_of_counts(per_scorer, drawn_pos, drawn_neg)
     return out

@@ -468,8 +468,8 @@ def stage_choose_fits(
 
     label = schema.label.column
     for split in sorted({r["split"] for r in chosen}):
-        # A split's methods score the same test rows and draw the same resamples
-        # (its seed): one bootstrap for all of them.
+        # A split's methods score the same test rows, each bootstrapped from the
+        # split's seed.
         records = [r for r in chosen if r["split"] == split]
         tests = []
         for record in records:
@@ -485,7 +485,6 @@ def stage_choose_fits(
             [t["score"].to_numpy() for t in tests],
             n_resamples=config.evaluation.n_bootstrap,
             random_state=detector_seeds[split],
-            n_jobs=config.evaluation.n_jobs,
         )
         for record, interval in zip(records, intervals, strict=True):
             record["auprc_bootstrap_ci95"] = interval

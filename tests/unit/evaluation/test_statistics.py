@@ -140,25 +140,75 @@ def test_percentile_interval_and_day_bootstrap():
 
 
 @pytest.mark.parametrize("ties", [False, True])
-def test_bootstrap_auprc_is_sklearn_on_the_resampled_rows_exactly(scored, ties):
-    """The weighted shortcut gives scikit-learn's AUPRC of each resample bit for
-    bit, with the same draws: the stratified loop it replaced, written out."""
+def test_a_resamples_auprc_is_sklearns_on_the_drawn_rows(scored, ties):
+    """Counts of drawn rows per positive and per cell give scikit-learn's AUPRC
+    of those rows: each cell's count put on one of its negatives, the rows
+    repeated as drawn (any member of a cell gives the same value)."""
+    from pipeline.evaluation.statistics import _auprc_of_counts, _ranking_cells
+
     y, scores, _ = scored
+    y = y.astype(bool)
     a = np.round(scores, 2) if ties else scores  # ties: many equal scores
     b = np.round(scores[::-1], 1)  # a second scorer, heavily tied
-    fast = bootstrap_auprc(y, [a, b], n_resamples=40, random_state=7)
+    cells, per_scorer = _ranking_cells(y, [a, b])
+    pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
     rng = np.random.default_rng(7)
+    drawn_pos = rng.multinomial(len(pos), np.full(len(pos), 1 / len(pos)), 20)
+    drawn_neg = rng.multinomial(len(neg), np.bincount(cells) / len(neg), 20)
+    values = _auprc_of_counts(per_scorer, drawn_pos, drawn_neg)
+    for pick in (np.min, np.max):  # the first or the last negative of each cell
+        member = np.array(
+            [pick(np.flatnonzero(cells == c)) for c in range(cells.max() + 1)]
+        )
+        for row, p, n in zip(values, drawn_pos, drawn_neg, strict=True):
+            weight = np.zeros(len(y), dtype=np.int64)
+            weight[pos], weight[neg[member]] = p, n
+            rows = np.repeat(np.arange(len(y)), weight)
+            assert row == pytest.approx(
+                [average_precision_score(y[rows], s[rows]) for s in (a, b)],
+                abs=1e-12,
+            )
+
+
+def test_the_cell_draws_are_the_row_bootstraps_distribution(scored):
+    """Drawing per cell is drawing the rows: over many resamples the values'
+    mean and spread are those of the stratified row bootstrap written out."""
+    y, scores, _ = scored
+    fast = bootstrap_auprc(y, [scores], n_resamples=4000, random_state=1)[:, 0]
+    rng = np.random.default_rng(2)
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    for row in fast:
+    rows = []
+    for _ in range(1000):
         idx = np.concatenate(
             [rng.choice(pos, len(pos), replace=True), rng.choice(neg, len(neg))]
         )
-        assert row[0] == average_precision_score(y[idx], a[idx])
-        assert row[1] == average_precision_score(y[idx], b[idx])
+        rows.append(average_precision_score(y[idx], scores[idx]))
+    slow = np.asarray(rows)
+    assert fast.mean() == pytest.approx(slow.mean(), abs=3 * slow.std() / 30)
+    assert fast.std() == pytest.approx(slow.std(), rel=0.1)
 
 
-def test_bootstrap_auprc_in_threads_gives_the_same_values(scored):
+def test_the_bootstrap_is_paired_seeded_and_unbatched(scored, monkeypatch):
+    import pipeline.evaluation.statistics as statistics
+
     y, scores, _ = scored
-    one = bootstrap_auprc(y, [scores], n_resamples=30, random_state=5)
-    threads = bootstrap_auprc(y, [scores], n_resamples=30, random_state=5, n_jobs=2)
-    assert np.array_equal(one, threads)
+    other = np.round(scores[::-1], 1)
+    both = bootstrap_auprc(y, [scores, other], n_resamples=30, random_state=5)
+    assert both.shape == (30, 2)
+    assert np.array_equal(
+        both, bootstrap_auprc(y, [scores, other], n_resamples=30, random_state=5)
+    )
+    # The same draws whatever the batch of resamples held at once (the sums to
+    # rounding).
+    monkeypatch.setattr(statistics, "_BATCH_ELEMENTS", 1)
+    assert bootstrap_auprc(
+        y, [scores, other], n_resamples=30, random_state=5
+    ) == pytest.approx(both, abs=1e-12)
+    # A perfect scorer is 1 on every resample; with no negatives, too.
+    assert np.all(bootstrap_auprc(y, [y * 1.0], n_resamples=5, random_state=0) == 1)
+    ones = np.ones(5, dtype=int)
+    assert np.all(
+        bootstrap_auprc(ones, [scores[:5]], n_resamples=3, random_state=0) == 1
+    )
+    with pytest.raises(ValueError, match="positive"):
+        bootstrap_auprc(ones * 0, [scores[:5]], n_resamples=3, random_state=0)
