@@ -140,9 +140,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    """Every method: name, family, what its amount is, where it comes from (built
-    in, or a plugin's distribution and version) and its one line; a plugin that
-    cannot be imported says why. Default config: every built-in method."""
+    """Every method: name, family, what its amount is, its level of complexity (a
+    more complex method must earn its place as challenger), where it comes from
+    (built in, or a plugin's distribution and version) and its one line; a
+    plugin that cannot be imported says why. Default config: every built-in
+    method."""
     methods = registry.all_methods()
     default = set(registry.built_in_names())
     if args.json:
@@ -153,8 +155,17 @@ def cmd_methods(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    header = ("method", "family", "amount", "source")
-    rows = [(m.name, m.family, m.amount, m.source) for m in methods]
+    header = ("method", "family", "amount", "complexity", "source")
+    rows = [
+        (
+            m.name,
+            m.family,
+            m.amount,
+            f"{int(m.complexity)} {m.complexity.words}",
+            m.source,
+        )
+        for m in methods
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     for method, row in zip(methods, rows, strict=True):
@@ -166,7 +177,9 @@ def cmd_methods(args: argparse.Namespace) -> int:
         f"\n{len(methods) - len(plugins)} built-in, {len(plugins)} from plugins "
         "(entry points fraudaug.samplers, fraudaug.generators). Choose with "
         f"--set 'evaluation.methods={example[:-1]}, ...]'; the default is every "
-        "built-in method."
+        "built-in method. The challenger a run registers is the simplest method "
+        "unless a more complex one beats every simpler one on validation rows by "
+        "more than the ROPE."
     )
     return 0
 

@@ -630,14 +630,19 @@ def _decides(n_splits, mean, sd, rho, rope) -> bool:
     return max(worse, better, 1 - worse - better) >= 0.95
 
 
-def recompute_comparisons(comparisons: list[dict]) -> None:
+def recompute_comparisons(
+    comparisons: list[dict], question: tuple[str, str] = ("cwgan_gp", "none")
+) -> None:
     """Recompute every field of a run's paired comparisons (``metrics.json`` ->
     ``comparison`` -> ``comparisons``) from what is written beside them (the
     per-split differences, ``rho`` and ``rope``), with the textbook formulas
     written out here rather than the pipeline's own functions, and assert they
     agree: the corrected resampled t (Nadeau & Bengio), Holm's adjustment over
-    the run's comparisons, the correlated Bayesian t-test (Corani & Benavoli),
-    the decision at 0.95, the splits that would decide and the resolution."""
+    the run's comparisons (no pair twice, in mirror), the correlated Bayesian
+    t-test (Corani & Benavoli), the decision at 0.95 and the claim (a better or
+    worse outside the pre-registered ``question`` must survive Holm), the
+    spread's range, the resolution and smallest decidable gain with theirs, the
+    splits that would decide (from 10 splits) or the next fold's interval."""
     import math
 
     import numpy as np
@@ -682,26 +687,66 @@ def recompute_comparisons(comparisons: list[dict]) -> None:
         }
         expected = next((k for k, v in decided.items() if v >= 0.95), "undecided")
         assert c["decision"] == expected
-        floor = s * math.sqrt(rho / (1 - rho))
-        assert c["resolution"] == pytest.approx(1.959964 * floor, rel=1e-6)
-        if not s:
-            assert c["splits_to_decide"] == n
-        elif c["splits_to_decide"] is None:
-            # No number of splits: not even infinitely many decide.
-            lim_worse = stats.norm.cdf(-rope, d.mean(), floor)
-            lim_better = stats.norm.sf(rope, d.mean(), floor)
-            assert max(lim_worse, lim_better, 1 - lim_worse - lim_better) < 0.95
-        else:
-            k = c["splits_to_decide"]
-            assert k >= n
-
-            assert _decides(k, d.mean(), s, rho, rope)
-            assert k == n or not _decides(k - 1, d.mean(), s, rho, rope)
         assert (c["p_wilcoxon"] is None) == (n < 6)
+        # The spread's 95 % range: chi-square with n - 1 degrees of freedom.
+        spreads = [
+            s,
+            s * math.sqrt((n - 1) / stats.chi2.ppf(0.975, n - 1)),
+            s * math.sqrt((n - 1) / stats.chi2.ppf(0.025, n - 1)),
+        ]
+        assert c["sd_range"] == pytest.approx(spreads[1:])
+        if c["unit"] == "fold":
+            # Folds partition time: the next fold's predictive interval, and no
+            # resolution nor splits to decide.
+            half = q * s * math.sqrt(1 + 1 / n)
+            assert c["next_fold_interval"] == pytest.approx(
+                [d.mean() - half, d.mean() + half]
+            )
+            for key in ("resolution", "splits_to_decide", "smallest_better"):
+                assert c[key] is None and c[f"{key}_range"] is None
+            continue
+        assert c["next_fold_interval"] is None
+        floors = [v * math.sqrt(rho / (1 - rho)) for v in spreads]
+        assert [c["resolution"], *c["resolution_range"]] == pytest.approx(
+            [1.959964 * f for f in floors], rel=1e-6
+        )
+        assert [c["smallest_better"], *c["smallest_better_range"]] == pytest.approx(
+            [rope + 1.644854 * f for f in floors], rel=1e-6
+        )
+        if n < 10:  # too few splits to plan with
+            assert c["splits_to_decide"] is None
+            assert c["splits_to_decide_range"] is None
+            continue
+        for k, spread, floor in zip(
+            [c["splits_to_decide"], *c["splits_to_decide_range"]],
+            spreads,
+            floors,
+            strict=True,
+        ):
+            if not spread:
+                assert k == n
+            elif k is None:
+                # No number of splits: not even infinitely many decide.
+                lim_worse = stats.norm.cdf(-rope, d.mean(), floor)
+                lim_better = stats.norm.sf(rope, d.mean(), floor)
+                assert max(lim_worse, lim_better, 1 - lim_worse - lim_better) < 0.95
+            else:
+                assert k >= n
+                assert _decides(k, d.mean(), spread, rho, rope)
+                assert k == n or not _decides(k - 1, d.mean(), spread, rho, rope)
+    pairs = [(c["method"], c["baseline"]) for c in comparisons]
+    assert len(set(pairs)) == len(pairs)
+    assert not any((b, a) in pairs for a, b in pairs), "a pair twice, in mirror"
     # Holm over the run's family of comparisons.
     family = sorted((p, i) for i, p in enumerate(raw) if p is not None)
     m, running = len(family), 0.0
     for rank, (p, i) in enumerate(family):
         running = max(running, min(1.0, (m - rank) * p))
-        assert comparisons[i]["p_holm"] == pytest.approx(running)
-        assert comparisons[i]["significant"] == (running < 0.05)
+        c = comparisons[i]
+        assert c["p_holm"] == pytest.approx(running)
+        assert c["significant"] == (running < 0.05)
+        kept = c["significant"] or (c["method"], c["baseline"]) == question
+        if c["decision"] in ("better", "worse") and not kept:
+            assert c["claim"] == "undecided"
+        else:
+            assert c["claim"] == c["decision"]

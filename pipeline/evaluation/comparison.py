@@ -2,10 +2,12 @@
 them: each paired difference with its interval corrected for the training rows
 the splits share, its Holm-adjusted p-value, the probabilities that one method
 is practically better, equivalent or worse (the correlated Bayesian t-test with
-a region of practical equivalence), a decision, the splits that would decide and
-the table's resolution; the verdict lines and the headline written from those
-decisions; and the figures of an earlier random-split run quoted beside
-out-of-time ones.
+a region of practical equivalence), a decision, and what the table can resolve,
+each figure that rests on the splits' spread with the spread's own uncertainty;
+the headline, which states the one pre-registered question (the GAN against no
+resampling), and the secondary lines, whose "better" or "worse" must also
+survive Holm's correction over the run's family of comparisons; and the figures
+of an earlier random-split run quoted beside out-of-time ones.
 
 The statistics are :mod:`pipeline.evaluation.statistics`'; every field of a
 comparison can be recomputed from its ``per_split`` differences, its ``rho`` and
@@ -20,16 +22,20 @@ import numpy as np
 
 from pipeline.evaluation.metrics import METRIC_LABELS, split_rho, summarise
 from pipeline.evaluation.records import Comparison
+from pipeline.evaluation.selection import best_on_validation
 from pipeline.evaluation.statistics import (
-    DECISION_LEVEL,
+    MIN_PLANNING_SPLITS,
     corrected_t_interval,
     corrected_t_p,
     decide,
     holm,
     posterior,
+    predictive_interval,
     resolution,
     rope_probabilities,
+    smallest_better,
     splits_to_decide,
+    spread_range,
     t_interval,
     wilcoxon_p,
 )
@@ -53,23 +59,33 @@ def paired_difference(
     unit: str = "split",
 ) -> dict | None:
     """``method`` minus ``baseline`` on the splits both have (``unit``: what
-    the words call them, ``split`` or ``fold``).
+    the words call them, ``split`` for random splits or ``fold`` for rolling
+    out-of-time folds).
 
     Returns
     -------
     dict or None
         ``None`` for a method against itself or no shared split. Otherwise
-        ``per_split`` (the differences), ``mean_diff``, ``sd_diff``, ``rho``,
-        ``rope``, ``ci95_corrected`` (corrected resampled t, Nadeau & Bengio),
-        ``ci95_plain`` (the plain t-interval that ignores the shared rows, kept
-        to show what the correction does), ``p_corrected`` (the corrected
-        t-test's two-sided p), ``p_holm`` and ``significant`` (filled in by
-        :func:`compare_methods` over the run's family), ``p_wilcoxon`` (from
-        :data:`WILCOXON_MIN_SPLITS` splits on, else ``None``), ``p_better``,
-        ``p_equivalent``, ``p_worse`` (the correlated Bayesian t-test's
-        posterior beyond, within and below ``±rope``), ``decision`` (better,
-        equivalent, worse or undecided at P >= 0.95), ``splits_to_decide``
-        (``None`` where no number would) and ``resolution``.
+        ``per_split`` (the differences), ``mean_diff``, ``sd_diff`` and
+        ``sd_range`` (the 95 % range of the true spread given ``sd_diff``),
+        ``rho``, ``rope``, ``ci95_corrected`` (corrected resampled t, Nadeau &
+        Bengio), ``ci95_plain`` (the plain t-interval that ignores the shared
+        rows, kept to show what the correction does), ``p_corrected`` (the
+        corrected t-test's two-sided p), ``p_holm``, ``significant`` and
+        ``claim`` (filled in by :func:`compare_methods` over the run's family),
+        ``p_wilcoxon`` (from :data:`WILCOXON_MIN_SPLITS` splits on, else
+        ``None``), ``p_better``, ``p_equivalent``, ``p_worse`` (the correlated
+        Bayesian t-test's posterior beyond, within and below ``±rope``),
+        ``decision`` (better, equivalent, worse or undecided at P >= 0.95).
+
+        Random splits: ``resolution`` (what infinitely many splits of the
+        table would resolve) and ``smallest_better`` (the smallest gain they
+        could call better), each with its ``_range`` over ``sd_range``; from
+        :data:`~pipeline.evaluation.statistics.MIN_PLANNING_SPLITS` splits,
+        ``splits_to_decide`` (``None`` where no number would) and its range.
+        Rolling folds partition time (more folds are older data, not more of
+        the same), so none of these: ``next_fold_interval``, the 95 %
+        predictive interval of the next fold's difference, instead.
     """
     a = {r["split"]: r[metric] for r in results if r["method"] == method}
     b = {r["split"]: r[metric] for r in results if r["method"] == baseline}
@@ -91,6 +107,7 @@ def paired_difference(
         "per_split": [float(d) for d in diffs],
         "mean_diff": float(diffs.mean()),
         "sd_diff": sd,
+        "sd_range": spread_range(sd, n) if sd is not None else None,
         "rho": rho,
         "rope": rope,
         "ci95_corrected": corrected,
@@ -103,18 +120,40 @@ def paired_difference(
         "p_equivalent": None,
         "p_worse": None,
         "decision": "undecided",
+        "claim": "undecided",
         "splits_to_decide": None,
+        "splits_to_decide_range": None,
         "resolution": None,
+        "resolution_range": None,
+        "smallest_better": None,
+        "smallest_better_range": None,
+        "next_fold_interval": None,
     }
     post = posterior(diffs, rho)
-    if post is not None:
-        probabilities = rope_probabilities(*post, rope)
-        out.update(probabilities)
-        out["decision"] = decide(probabilities)
-        out["splits_to_decide"] = splits_to_decide(
-            out["mean_diff"], sd, rho, rope, at_least=n
-        )
-        out["resolution"] = resolution(sd, rho)
+    if post is None:
+        return out
+    probabilities = rope_probabilities(*post, rope)
+    out.update(probabilities)
+    out["decision"] = out["claim"] = decide(probabilities)
+    if unit == "fold":
+        out["next_fold_interval"] = predictive_interval(diffs)
+        return out
+    spreads = [sd, *out["sd_range"]]
+    res = [resolution(v, rho) for v in spreads]
+    gain = [smallest_better(v, rho, rope) for v in spreads]
+    out.update(
+        resolution=res[0],
+        resolution_range=res[1:],
+        smallest_better=gain[0],
+        smallest_better_range=gain[1:],
+    )
+    if n >= MIN_PLANNING_SPLITS:
+        needed = [
+            splits_to_decide(out["mean_diff"], v, rho, rope, at_least=n)
+            for v in spreads
+        ]
+        out["splits_to_decide"] = needed[0]
+        out["splits_to_decide_range"] = needed[1:]
     return out
 
 
@@ -133,38 +172,77 @@ def format_probability(p: float) -> str:
     return f"{p:.2f}"
 
 
+def _what_would_decide(c: dict[str, Any]) -> str:
+    """What more of the same table would do for an undecided comparison, said
+    no more surely than its splits allow."""
+    unit, n = c["unit"], c["n_splits"]
+    if unit == "fold":
+        low, high = c["next_fold_interval"]
+        return (
+            f"the next fold's difference would lie in [{low:+.3f}, {high:+.3f}] "
+            "(95 % predictive interval; folds partition time, so more of them are "
+            "older data, not more of the same)"
+        )
+    if n < MIN_PLANNING_SPLITS:
+        low, high = (
+            (v / c["sd_diff"] for v in c["sd_range"]) if c["sd_diff"] else (1, 1)
+        )
+        return (
+            f"{n} {unit}s cannot say how many would decide (the true spread of their "
+            f"differences lies within {low:.2f}–{high:.1f}× the observed one); "
+            f"{MIN_PLANNING_SPLITS} or more can"
+        )
+    needed, (optimistic, pessimistic) = (
+        c["splits_to_decide"],
+        c["splits_to_decide_range"],
+    )
+    if needed is not None:
+        upper = f"{pessimistic}" if pessimistic is not None else "none at the top of it"
+        return (
+            f"about {needed} {unit}s would decide ({optimistic}–{upper} within the "
+            "95 % range of the spread)"
+        )
+    if optimistic is None:
+        return (
+            f"no number of {unit}s of this table would decide, even at the low end "
+            "of the spread's 95 % range"
+        )
+    return (
+        f"at the observed spread no number of {unit}s would decide; at the low end "
+        f"of its 95 % range, about {optimistic}"
+    )
+
+
 def decision_words(c: dict[str, Any], *, headline: bool = False) -> str:
-    """What a comparison decided, in words a fraud team acts on, with its
-    probabilities and ROPE; where undecided, how many splits would decide or
-    that no number of splits of this table would. ``headline``: the fuller
-    wording the headline uses (the method named in the probability, the
-    table's resolution in a sentence)."""
+    """What a comparison claims, in words a fraud team acts on, with its
+    probabilities and ROPE; where undecided, what more of the table would do.
+    A "better" or "worse" that does not survive Holm's correction over the
+    run's comparisons is claimed as undecided, and says so. ``headline``: the
+    fuller wording the headline uses (the method named in the probability, the
+    metric in the ROPE)."""
     name = METRIC_LABELS.get(c["metric"], c["metric"])
     rope = f"ROPE ±{c['rope']:g} {name}" if headline else f"ROPE ±{c['rope']:g}"
     if c["p_better"] is None:
         return "one split: no probabilities, no decision"
     fp = format_probability
-    if c["decision"] == "better":
+    claim = c.get("claim") or c["decision"]
+    if claim == "better":
         return f"{c['method']} is better (P = {fp(c['p_better'])}, {rope})"
-    if c["decision"] == "worse":
+    if claim == "worse":
         return f"{c['method']} is worse (P = {fp(c['p_worse'])}, {rope})"
-    if c["decision"] == "equivalent":
+    if claim == "equivalent":
         return f"practically equivalent (P = {fp(c['p_equivalent'])}, {rope})"
+    if c["decision"] in ("better", "worse"):
+        return (
+            f"{c['decision']} on its own (P = {fp(c['p_' + c['decision']])}, {rope}) "
+            f"but not once the run's other comparisons are counted (Holm p = "
+            f"{format_p(c['p_holm'])}): undecided"
+        )
     better = f"P({c['method']} better)" if headline else "P(better)"
-    text = (
+    return (
         f"undecided after {c['n_splits']} {c['unit']}s: {better} {fp(c['p_better'])}, "
         f"equivalent {fp(c['p_equivalent'])}, worse {fp(c['p_worse'])} ({rope}) — "
-    )
-    if c["splits_to_decide"] is not None:
-        return text + f"about {c['splits_to_decide']} {c['unit']}s would decide"
-    if headline:
-        return text + (
-            f"no number of {c['unit']}s of this table would decide: it resolves {name} "
-            f"differences of ±{c['resolution']:.3f} at best"
-        )
-    return text + (
-        f"no number of {c['unit']}s of this table would decide (its resolution: "
-        f"±{c['resolution']:.3f})"
+        + _what_would_decide(c)
     )
 
 
@@ -188,89 +266,92 @@ def verdict_line(comparison: dict) -> str:
     )
 
 
+_HEADLINE_KEYS = (
+    "method",
+    "baseline",
+    "metric",
+    "n_splits",
+    "unit",
+    "mean_diff",
+    "ci95_corrected",
+    "decision",
+    "p_better",
+    "p_equivalent",
+    "p_worse",
+    "rope",
+    "splits_to_decide",
+    "splits_to_decide_range",
+    "resolution",
+    "resolution_range",
+    "smallest_better",
+    "smallest_better_range",
+    "next_fold_interval",
+)
+
+
 def headline_decision(c: dict[str, Any]) -> dict[str, Any]:
     """The decision a run's headline states, as the morning page and the run's
     event carry it."""
-    keys = (
-        "method",
-        "baseline",
-        "metric",
-        "n_splits",
-        "unit",
-        "mean_diff",
-        "ci95_corrected",
-        "decision",
-        "p_better",
-        "p_equivalent",
-        "p_worse",
-        "rope",
-        "splits_to_decide",
-        "resolution",
-    )
-    return {k: c[k] for k in keys}
+    return {k: c[k] for k in _HEADLINE_KEYS}
 
 
-def _headline(
-    comparisons: list[dict[str, Any]],
-    focus: dict[str, Any] | None,
-    metric: str,
-    reference: str,
-) -> str:
-    """The run's one-paragraph answer: a method decided better than ``none``;
-    else what the focus comparison (the GAN against ``none``) decided, or its
-    probabilities and what would decide it; and the table's resolution."""
-    name = METRIC_LABELS.get(metric, metric)
-    if focus is None:
+def _question_sentence(focus: dict[str, Any], reference_name: str) -> str:
+    """The pre-registered question's decision, as the headline's first sentence."""
+    name = METRIC_LABELS.get(focus["metric"], focus["metric"])
+    m, fp = focus["method"], format_probability
+    rope, over = f"ROPE ±{focus['rope']:g}", f"{focus['n_splits']} {focus['unit']}s"
+    if focus["decision"] == "better":
         return (
-            "One split only: no method can be compared with no resampling (none); "
-            "run the default or full profile for intervals and decisions."
+            f"{m} beats {reference_name} on {name}: {focus['mean_diff']:+.3f}, "
+            f"P(better by more than {focus['rope']:g}) = {fp(focus['p_better'])} "
+            f"over {over}."
         )
-    fp = format_probability
-    table = (
-        f" This table resolves {name} differences of about "
-        f"±{focus['resolution']:.3f} at best, however many {focus['unit']}s are run."
-    )
-    winners = [
-        c
-        for c in comparisons
-        if c["baseline"] == reference and c["decision"] == "better"
-    ]
-    if winners:
-        top = max(winners, key=lambda c: c["mean_diff"])
-        others = len(winners) - 1
-        return (
-            f"{top['method']} beats no resampling (none) on {name}: "
-            f"{top['mean_diff']:+.3f}, P(better by more than {top['rope']:g}) = "
-            f"{fp(top['p_better'])} over {top['n_splits']} {top['unit']}s"
-            + (f"; {others} more method(s) also do" if others else "")
-            + "."
-            + table
-        )
-    m, rope = focus["method"], f"ROPE ±{focus['rope']:g}"
-    lead = (
-        f"No method is better than no resampling (none) with P ≥ {DECISION_LEVEL:g}. "
-    )
     if focus["decision"] == "equivalent":
-        said = (
-            f"{m} and none are practically equivalent on {name} (P = "
-            f"{fp(focus['p_equivalent'])}, {rope}, {focus['n_splits']} "
-            f"{focus['unit']}s)."
-        )
-    elif focus["decision"] == "worse":
-        said = (
-            f"{m} is worse than none on {name}: {focus['mean_diff']:+.3f}, P(worse) "
-            f"= {fp(focus['p_worse'])} ({rope}, {focus['n_splits']} "
-            f"{focus['unit']}s)."
-        )
-    elif focus["splits_to_decide"] is None:
-        # decision_words already says the table's resolution.
         return (
-            lead + f"{m} against none on {name}: "
-            f"{decision_words(focus, headline=True)}."
+            f"{m} and {reference_name} are practically equivalent on {name} (P = "
+            f"{fp(focus['p_equivalent'])}, {rope}, {over})."
         )
-    else:
-        said = f"{m} against none on {name}: {decision_words(focus, headline=True)}."
-    return lead + said + table
+    if focus["decision"] == "worse":
+        return (
+            f"{m} is worse than {reference_name} on {name}: "
+            f"{focus['mean_diff']:+.3f}, P(worse) = {fp(focus['p_worse'])} ({rope}, "
+            f"{over})."
+        )
+    return (
+        f"{m} against {reference_name} on {name}: "
+        f"{decision_words(focus, headline=True)}."
+    )
+
+
+def _secondary_sentence(
+    others: list[dict[str, Any]], family_size: int, reference: str
+) -> str:
+    """How the other methods compared with the reference fared, each "better" or
+    "worse" surviving Holm's correction over the run's family as well as
+    reaching P >= 0.95."""
+    if not others:
+        return ""
+    claims = {
+        k: [c["method"] for c in others if c["claim"] == k]
+        for k in ("better", "worse", "equivalent", "undecided")
+    }
+    parts = [
+        f"{outcome}: {', '.join(claims[outcome])}"
+        if claims[outcome]
+        else f"none {outcome}"
+        for outcome in ("better", "worse")
+    ]
+    parts += [
+        f"{len(claims['equivalent'])} practically equivalent",
+        f"{len(claims['undecided'])} undecided",
+    ]
+    methods = f"{len(others)} other method{'s' if len(others) != 1 else ''}"
+    return (
+        f" Of the {methods} compared with {reference} (a better or worse must also "
+        f"survive Holm's correction over the run's {family_size} comparisons): "
+        + ", ".join(parts)
+        + "."
+    )
 
 
 def compare_methods(
@@ -281,19 +362,24 @@ def compare_methods(
     rope: float,
     unit: str = "split",
 ) -> dict:
-    """Paired comparisons of every method with ``none`` and with the best
-    SMOTE-family method, their decisions, the verdict lines, and a headline.
+    """Paired comparisons of every method with the reference (no resampling) and
+    of the methods outside the SMOTE family with its best member (chosen on
+    validation rows), their decisions, the verdict lines, and a headline that
+    states the one pre-registered question.
 
     Parameters
     ----------
     results : list of dict
-        One record per method and split, each with ``metric``, ``n_train`` and
-        ``n_test`` (:func:`~pipeline.evaluation.metrics.split_rho`).
+        One record per method and split, each with ``metric``,
+        ``validation_<metric>`` (the best SMOTE-family method is chosen on it),
+        ``n_train`` and ``n_test``
+        (:func:`~pipeline.evaluation.metrics.split_rho`).
     roles : dict
         ``reference``: the method every method is set against (no resampling);
-        ``question``: the method the headline speaks of (the GAN);
-        ``compared``: the baselines the question is set against, the best of
-        them by mean being one (the SMOTE family;
+        ``question``: the pre-registered question's method, which the headline
+        states against the reference (the GAN);
+        ``compared``: the baselines the question is also set against, through
+        the best of them on validation rows (the SMOTE family;
         :func:`pipeline.resampling.registry.roles`).
     metric : str
         The compared metric (``evaluation.primary_metric``).
@@ -301,49 +387,61 @@ def compare_methods(
         The region of practical equivalence of ``metric``: differences within
         ``±rope`` are too small to act on (``evaluation.rope``).
     unit : {"split", "fold"}
-        What the words call the splits (rolling out-of-time folds: ``fold``).
+        Random splits, or rolling out-of-time folds.
 
     Returns
     -------
     dict with ``metric``, ``rope``, ``rho``, ``reference`` and ``question``
-    (the roles' names), ``best_smote_family``,
-    ``comparisons`` (list, :func:`paired_difference`, with Holm's adjustment
-    over all of them), ``decision`` (:func:`headline_decision` of the
-    comparison the headline states, ``None`` with one split), ``verdicts``
-    (list of str) and ``headline`` (str).
+    (the roles' names), ``best_smote_family`` and ``baseline_choice`` (how it
+    was chosen), ``comparisons`` (list, :func:`paired_difference`: every method
+    against the reference, and each method outside the family against its best
+    — no comparison twice in mirror — with Holm's adjustment over all of them
+    and each one's ``claim``), ``decision`` (:func:`headline_decision` of the
+    question against the reference; ``None`` with one split or without the
+    question), ``verdicts`` (list of str) and ``headline`` (str).
     """
     rho = split_rho(results)
     summary = {s["method"]: s for s in summarise(results)}
     reference, question = roles["reference"], roles["question"]
     family = [m for m in roles["compared"] if m in summary]
-    best = max(family, key=lambda m: summary[m][f"{metric}_mean"]) if family else None
-    comparisons = []
-    for method in summary:
-        for baseline in (reference, best):
-            if baseline is None or baseline not in summary:
-                continue
-            comparison = paired_difference(
+    choice = best_on_validation(results, family, metric)
+    best = choice.chosen if choice is not None else None
+    pairs = [(m, reference) for m in summary if reference in summary]
+    pairs += [
+        (m, best)
+        for m in summary
+        if best is not None and m not in family and m != reference
+    ]
+    comparisons = [
+        c
+        for method, baseline in pairs
+        if (
+            c := paired_difference(
                 results, method, baseline, metric, rho=rho, rope=rope, unit=unit
             )
-            if comparison is not None:
-                comparisons.append(comparison)
+        )
+        is not None
+    ]
     for c, adjusted in zip(
         comparisons, holm([c["p_corrected"] for c in comparisons]), strict=True
     ):
         c["p_holm"] = adjusted
         c["significant"] = adjusted is not None and adjusted < SIGNIFICANCE
+        pre_registered = (c["method"], c["baseline"]) == (question, reference)
+        if c["decision"] in ("better", "worse") and not (
+            pre_registered or c["significant"]
+        ):
+            c["claim"] = "undecided"
     verdicts = [verdict_line(c) for c in comparisons if c["method"] == question]
     verdicts += [
         verdict_line(c)
         for c in comparisons
         if c["method"] != question and c["baseline"] == reference
     ]
-    against_none = {c["method"]: c for c in comparisons if c["baseline"] == reference}
-    focus = against_none.get(question)
-    if focus is None and against_none:
-        focus = max(
-            against_none.values(), key=lambda c: summary[c["method"]][f"{metric}_mean"]
-        )
+    against_reference = {
+        c["method"]: c for c in comparisons if c["baseline"] == reference
+    }
+    focus = against_reference.get(question)
     decided = focus is not None and focus["p_better"] is not None
     result = {
         "metric": metric,
@@ -352,15 +450,53 @@ def compare_methods(
         "reference": reference,
         "question": question,
         "best_smote_family": best,
+        "baseline_choice": choice.to_json() if choice is not None else None,
         "comparisons": comparisons,
         "decision": headline_decision(focus) if decided else None,
         "verdicts": verdicts,
         "headline": _headline(
-            comparisons, focus if decided else None, metric, reference
+            focus,
+            [c for m, c in against_reference.items() if m != question],
+            len(comparisons),
+            reference,
+            question,
+            metric,
         ),
     }
     Comparison.model_validate(result)  # every key has its owner
     return result
+
+
+def _headline(
+    focus: dict[str, Any] | None,
+    others: list[dict[str, Any]],
+    family_size: int,
+    reference: str,
+    question: str,
+    metric: str,
+) -> str:
+    """The run's one-paragraph answer: the pre-registered question's decision
+    (``question`` against ``reference``), then the other methods' as a secondary
+    count."""
+    reference_name = f"no resampling ({reference})"
+    if (
+        focus is not None
+        and focus["p_better"] is None
+        or (focus is None and others and others[0]["p_better"] is None)
+    ):
+        return (
+            f"One split only: no method can be compared with {reference_name}; run "
+            "the default or full profile for intervals and decisions."
+        )
+    if focus is None:
+        name = METRIC_LABELS.get(metric, metric)
+        lead = (
+            f"The question's method ({question}) was not in this run: nothing is "
+            f"decided of it against {reference_name} on {name}."
+        )
+    else:
+        lead = _question_sentence(focus, reference_name)
+    return lead + _secondary_sentence(others, family_size, reference)
 
 
 def random_split_reference(run: dict[str, Any] | None) -> dict[str, Any] | None:

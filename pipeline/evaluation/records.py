@@ -194,8 +194,11 @@ class Failure(Record):
 
 class Decision(Record):
     """What a comparison decides against the region of practical equivalence
-    (``rope``): the posterior's three probabilities, the decision at 0.95, what
-    the table resolves and how many splits would decide."""
+    (``rope``): the posterior's three probabilities, the decision at 0.95 and
+    what the report claims of it; what the table can resolve, each figure with
+    its range over the spread's uncertainty (random splits), how many splits
+    would decide (from 10 splits), or the next fold's predictive interval
+    (rolling folds)."""
 
     ci95_corrected: Interval | None = None
     rope: float | None = None
@@ -203,8 +206,28 @@ class Decision(Record):
     p_equivalent: float | None = None
     p_worse: float | None = None
     decision: str | None = None
+    claim: str | None = Field(
+        None,
+        description="What the report claims: the decision, except that a secondary "
+        "better or worse that does not survive Holm's correction is undecided.",
+    )
     resolution: float | None = None
+    resolution_range: Interval | None = None
     splits_to_decide: int | None = None
+    splits_to_decide_range: tuple[int | None, int | None] | None = Field(
+        None,
+        description="Splits that would decide at the low and the high end of the "
+        "spread's 95 % range (null: no number would).",
+    )
+    smallest_better: float | None = Field(
+        None,
+        description="The smallest difference infinitely many splits of the table "
+        "could call better: the ROPE plus the floor's one-sided margin.",
+    )
+    smallest_better_range: Interval | None = None
+    next_fold_interval: Interval | None = Field(
+        None, description="Rolling folds: the next fold's 95 % predictive interval."
+    )
 
 
 class PairedDifference(Decision):
@@ -218,6 +241,9 @@ class PairedDifference(Decision):
     unit: str
     mean_diff: float
     sd_diff: float | None = None
+    sd_range: Interval | None = Field(
+        None, description="The 95 % range of the true spread given sd_diff."
+    )
     per_split: list[float]
     rho: float | None = None
     ci95_plain: Interval | None = None
@@ -238,6 +264,54 @@ class HeadlineDecision(Decision):
     mean_diff: float | None = None
 
 
+class BaselineChoice(Record):
+    """How the best SMOTE-family method was chosen: the highest mean validation
+    figure of the family (never the test rows)."""
+
+    metric: str
+    on: str = Field(description="The rows it was chosen on: validation.")
+    family: list[str]
+    validation_means: dict[str, float]
+    chosen: str
+
+
+class Candidate(Record):
+    """A method as the challenger's choice saw it."""
+
+    method: str
+    complexity: int = Field(description="Its level: lower is simpler.")
+    validation_mean: float = Field(description="Mean validation figure over splits.")
+    test_mean: float | None = Field(
+        None, description="Mean test figure: recorded beside, never used to choose."
+    )
+    n_splits: int
+    margin: float | None = Field(
+        None,
+        description="Its validation mean minus the best simpler method's (None: "
+        "the simplest level).",
+    )
+    earns_place: bool = Field(
+        description="Its margin exceeds the ROPE: it beats every simpler method."
+    )
+
+
+class ChallengerChoice(Record):
+    """How the run's challenger was chosen: the simplest method unless a more
+    complex one beats every simpler one on validation rows by more than the
+    ROPE (:func:`pipeline.evaluation.selection.choose_challenger`)."""
+
+    metric: str
+    on: str = Field(description="The rows it was chosen on: validation.")
+    rope: float
+    candidates: list[Candidate] = Field(description="Simplest first.")
+    simplest: str
+    chosen: str
+    equivalents: list[str] = Field(
+        description="Methods whose validation mean is within the ROPE of the chosen."
+    )
+    reason: str
+
+
 class Comparison(Record):
     """Every method against the reference (no resampling) and against the best
     SMOTE-family method, the verdicts and the run's headline (a monitor-only
@@ -251,6 +325,9 @@ class Comparison(Record):
     )
     question: str | None = Field(None, description="The method the headline speaks of.")
     best_smote_family: str | None = None
+    baseline_choice: BaselineChoice | None = Field(
+        None, description="How best_smote_family was chosen (on validation rows)."
+    )
     comparisons: list[PairedDifference] = []
     decision: HeadlineDecision | None = None
     verdicts: list[str] = []
@@ -263,6 +340,11 @@ class MethodDetail(Record):
     name: str
     family: str
     amount: str
+    complexity: int | None = Field(
+        None,
+        description="Its place in the order of simplicity (0 no resampling … 5 "
+        "generators): a more complex method must earn its place as challenger.",
+    )
     source: str = Field(description="built-in, or a plugin's distribution and version.")
     summary: str
     entry_point: str | None = None
@@ -359,6 +441,11 @@ class RegistryDecision(Record):
     )
     decision: str | None = Field(
         None, description="better, equivalent, worse or undecided."
+    )
+    complexity: dict[str, int | None] | None = Field(
+        None,
+        description="The challenger's and the champion's complexity levels: a "
+        "simpler challenger replaces an equivalent champion.",
     )
     decided_at: str | None = None
     rope: float | None = None
@@ -491,6 +578,11 @@ class RunMetrics(Record):
         [], description="Per method: each metric's mean, sd and interval."
     )
     comparison: Comparison | None = None
+    selection: ChallengerChoice | None = Field(
+        None,
+        description="How the challenger offered to the registry was chosen, on "
+        "validation rows.",
+    )
     precision_top_k: PrecisionTopK | None = None
     amount_choice: AmountChoice | None = None
     failures: list[Failure] = []

@@ -13,6 +13,7 @@ from pipeline.data.schema import TableSchema
 from pipeline.evaluation.comparison import compare_methods, random_split_reference
 from pipeline.evaluation.fidelity import summarise_fidelity
 from pipeline.evaluation.metrics import summarise
+from pipeline.evaluation.selection import choose_challenger
 from pipeline.evaluation.topk import summarise_top_k
 
 SCHEMA_VERSION = 2
@@ -122,8 +123,11 @@ def build_metrics(
     ``random_split_run``: out of time, the newest random-split run on the same
     data, whose figures are quoted beside (``None``: none was run);
     ``methods``: each compared method's description
-    (:meth:`pipeline.resampling.registry.Method.describe`: family, source — a
-    plugin's distribution and version —, summary); ``roles``: the comparison's
+    (:meth:`pipeline.resampling.registry.Method.describe`: family, complexity,
+    source — a plugin's distribution and version —, summary); the challenger is
+    chosen on validation rows by their complexity
+    (:func:`pipeline.evaluation.selection.choose_challenger`: ``selection``);
+    ``roles``: the comparison's
     (:func:`pipeline.evaluation.comparison.compare_methods`);
     ``failures``: the fits that failed
     (:func:`pipeline.evaluation.amounts.separate_failures`): ``status`` is
@@ -132,6 +136,10 @@ def build_metrics(
     order = {m: i for i, m in enumerate(config.evaluation.methods)}
     fits = sorted(fits, key=lambda r: (order.get(r["method"], 99), r["split"]))
     primary = config.evaluation.primary_metric
+    rope = config.evaluation.primary_rope()
+    selection = choose_challenger(
+        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope
+    )
     metrics = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run["run_id"],
@@ -156,9 +164,10 @@ def build_metrics(
             fits,
             roles,
             primary,
-            rope=config.evaluation.primary_rope(),
+            rope=rope,
             unit="fold" if config.split.mode == "rolling" else "split",
         ),
+        "selection": selection.to_json() if selection is not None else None,
         "precision_top_k": summarise_top_k(
             fits, config.evaluation.alerts_per_day, schema
         ),

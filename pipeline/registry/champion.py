@@ -8,7 +8,10 @@ precision top-k, compared with a paired bootstrap of the days
 (:func:`paired_top_k`). The challenger is promoted when it is *practically*
 better: in at least 95 % of the resamples it beats the champion by more than the
 metric's region of practical equivalence (``evaluation.rope``), the same ROPE and
-the same 0.95 as the run's comparison of methods. Pure functions of scores and
+the same 0.95 as the run's comparison of methods; or when it is *simpler* (a
+lower :class:`~pipeline.resampling.method.Complexity`) and practically
+equivalent (within the ROPE in at least 95 % of them), as the run's own choice
+of challenger prefers the simpler of equivalent methods. Pure functions of scores and
 rows: the store's reads and the promotion are
 :mod:`pipeline.registry.promotion`'s, the champion's nightly score
 :mod:`pipeline.registry.monitoring`'s.
@@ -134,6 +137,7 @@ def decide(
     days: np.ndarray | None = None,
     alerts_per_day: int = 100,
     day_totals: dict[int, int] | None = None,
+    complexity: tuple[int | None, int | None] = (None, None),
 ) -> dict[str, Any]:
     """The champion rule: should the challenger replace ``champion`` (version,
     method, run id, data sha256 and threshold), given both one's scores on the
@@ -146,8 +150,12 @@ def decide(
     better: in at least 95 % of the resamples
     (:data:`~pipeline.evaluation.statistics.DECISION_LEVEL`) it beats the
     champion by more than ``rope``, the metric's region of practical equivalence
-    (``evaluation.rope``); otherwise the champion stays. Fewer than 5 frauds (or
-    no legitimate row) are too few to compare. Pure: nothing is read or written.
+    (``evaluation.rope``); or when it is simpler (``complexity``: the
+    challenger's and the champion's levels, ``None`` where unknown) and within
+    ``±rope`` in at least 95 % of them. Otherwise the champion stays. The
+    reason states the Monte Carlo error of the share it compares with 0.95
+    (``sqrt(p (1 - p) / n_resamples)``). Fewer than 5 frauds (or no legitimate
+    row) are too few to compare. Pure: nothing is read or written.
     """
     import numpy as np
 
@@ -208,8 +216,11 @@ def decide(
         }
     ci = primary["ci95"]
     outcome = outcome_of(primary)
+    mine, theirs = complexity
+    simpler = mine is not None and theirs is not None and mine < theirs
+    decision["complexity"] = {"challenger": mine, "champion": theirs}
     decision["decision"] = outcome
-    decision["promoted"] = outcome == "better"
+    decision["promoted"] = outcome == "better" or (simpler and outcome == "equivalent")
     label = METRIC_LABELS[metric]
     verdict = (
         f"challenger {method} {primary['challenger']:.4f} vs champion "
@@ -219,13 +230,28 @@ def decide(
     )
     if ci is not None:
         verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
+
+    def share(p: float) -> str:
+        error = float(np.sqrt(p * (1 - p) / n_resamples))
+        return f"{p:.1%} (± {error:.1%} Monte Carlo) of {n_resamples:,} resamples"
+
+    if outcome == "equivalent" and simpler:
+        decision["reason"] = verdict + (
+            f"; within the ROPE ±{rope:g} in {share(primary['p_equivalent'])} (>= "
+            f"{DECISION_LEVEL:.0%}) and simpler than the champion: promoted"
+        )
+        return decision
     verdict += (
-        f"; better by more than the ROPE ±{rope:g} in "
-        f"{primary['p_better']:.0%} of {n_resamples} resamples"
+        f"; better by more than the ROPE ±{rope:g} in {share(primary['p_better'])}"
     )
-    decision["reason"] = verdict + (
-        f" (>= {DECISION_LEVEL:.0%}): promoted"
-        if decision["promoted"]
-        else f" (a clear win needs {DECISION_LEVEL:.0%}): the champion stays"
-    )
+    if decision["promoted"]:
+        decision["reason"] = verdict + f" (>= {DECISION_LEVEL:.0%}): promoted"
+    else:
+        needs = f"a clear win needs {DECISION_LEVEL:.0%}"
+        if simpler:
+            needs += (
+                f"; a simpler challenger, {DECISION_LEVEL:.0%} within the ROPE "
+                f"(here {share(primary['p_equivalent'])})"
+            )
+        decision["reason"] = verdict + f" ({needs}): the champion stays"
     return decision

@@ -81,10 +81,13 @@ def judge(
     on its ``held_out`` rows by ``rule``? No champion yet, or one that reads
     another schema and cannot score these rows: the challenger replaces it.
     Otherwise the champion scores the rows it never saw and
-    :func:`pipeline.registry.champion.decide` rules."""
+    :func:`pipeline.registry.champion.decide` rules, a simpler challenger (by
+    the methods' declared complexity) replacing an equivalent champion."""
     import numpy as np
 
     from pipeline.core.days import day_numbers
+    from pipeline.core.errors import ConfigError
+    from pipeline.resampling import registry
 
     if champion is None:
         return {
@@ -110,6 +113,12 @@ def judge(
     if not keep.all():
         scores = scores[keep]
     same = champion["data_sha256"] == data_sha256
+    levels = []
+    for name in (method, champion["method"]):
+        try:
+            levels.append(int(registry.get(name).complexity))
+        except ConfigError:  # a plugin no longer installed: its level is unknown
+            levels.append(None)
     return decide(
         champion,
         method=method,
@@ -131,6 +140,7 @@ def judge(
         else None,
         alerts_per_day=rule.alerts_per_day,
         day_totals=held_out.day_totals,
+        complexity=(levels[0], levels[1]),
     )
 
 

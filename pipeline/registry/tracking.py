@@ -309,6 +309,7 @@ def _tags(m: RunMetrics) -> dict[str, Any]:
         "fraudaug.best_smote_family": comparison.best_smote_family
         if comparison
         else None,
+        "fraudaug.challenger": m.selection.chosen if m.selection else None,
         "fraudaug.duration_seconds": m.duration_seconds,
         "fraudaug.status": m.status,
     }
@@ -318,7 +319,7 @@ def _tags(m: RunMetrics) -> dict[str, Any]:
         tags["fraudaug.verdict"] = (
             f"{verdict.method} vs {verdict.baseline}: {verdict.decision}"
         )
-        for key in ("p_better", "p_equivalent", "p_worse", "rope", "resolution"):
+        for key in ("p_better", "p_equivalent", "p_worse", "rope", "smallest_better"):
             tags[f"fraudaug.verdict.{key}"] = repr(getattr(verdict, key))
     sampling = m.sampling
     if sampling is not None:

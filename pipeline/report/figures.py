@@ -111,7 +111,7 @@ def _summary_charts(m: RunMetrics) -> list[Markup]:
                         "points": c.per_split,
                         "colour": colours.get(c.method, "#555"),
                         "note": (
-                            f"Holm p = {format_p(c.p_holm)}, {c.decision}"
+                            f"Holm p = {format_p(c.p_holm)}, {c.claim or c.decision}"
                             if c.p_holm is not None
                             else None
                         ),

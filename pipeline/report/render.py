@@ -128,7 +128,6 @@ def render_report(
             diffs_vs_none={c.method: c for c in versus_reference(m)},
             summary_charts=_summary_charts(m),
             roles=roles(m),
-            compared_family=registry.roles()["compared"],
             keeps_rows=[x.name for x in registry.all_methods() if x.amount == "kept"],
             fidelity_sources=fidelity_sources(m),
             fidelity_table=fidelity_by_source(m),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.resampling.method import Method
+from pipeline.resampling.method import Complexity, Method
 
 
 def fraud_weight(y: np.ndarray, weight: np.ndarray | None) -> float:
@@ -21,6 +21,7 @@ METHODS = (
     Method(
         name="none",
         family="baseline",
+        complexity=Complexity.NO_RESAMPLING,
         summary="no resampling: the real training rows as they are",
         amount="none",
         categorical="-",
@@ -29,6 +30,7 @@ METHODS = (
     Method(
         name="class_weight",
         family="baseline",
+        complexity=Complexity.CLASS_WEIGHTS,
         summary="no resampling; XGBoost weighs each fraud by the legitimate rows per "
         "fraud (scale_pos_weight)",
         amount="none",

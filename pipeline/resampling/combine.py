@@ -4,7 +4,7 @@ imbalanced-learn's exact rule, faster: :mod:`pipeline.resampling.cleaning`)."""
 
 from __future__ import annotations
 
-from pipeline.resampling.method import BuildContext, Method
+from pipeline.resampling.method import BuildContext, Complexity, Method
 from pipeline.resampling.over_sampling import smote
 
 
@@ -48,6 +48,7 @@ METHODS = (
     Method(
         name="smote_tomek",
         family="combined",
+        complexity=Complexity.SMOTE_FAMILY,
         summary="SMOTE, then the Tomek links (a fraud and a legitimate row that are "
         "each other's nearest) removed",
         build=smote_tomek,
@@ -58,6 +59,7 @@ METHODS = (
     Method(
         name="smote_enn",
         family="combined",
+        complexity=Complexity.SMOTE_FAMILY,
         summary="SMOTE, then every row whose nearest neighbours mostly disagree "
         "with its class removed (edited nearest neighbours)",
         build=smote_enn,

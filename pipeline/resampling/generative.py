@@ -5,7 +5,7 @@ Every amount draws from the split's model, and its rows' fidelity is measured.""
 
 from __future__ import annotations
 
-from pipeline.resampling.method import BuildContext, Method
+from pipeline.resampling.method import BuildContext, Complexity, Method
 
 
 def cwgan_gp(context: BuildContext):
@@ -25,6 +25,7 @@ METHODS = (
     Method(
         name="cwgan_gp",
         family="generative",
+        complexity=Complexity.GENERATOR,
         summary="fraudaug's conditional WGAN-GP, trained on the split's training "
         "frauds (the product's question)",
         build=cwgan_gp,

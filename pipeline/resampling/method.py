@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -27,6 +28,29 @@ Role = Literal["reference", "question", "compared", ""]
 method the product's headline is about (the GAN); ``compared``: the
 imbalanced-learn baselines the question is compared with (the best of them is
 "the best SMOTE-family method")."""
+
+
+class Complexity(IntEnum):
+    """What a method costs a team to run and to trust, simplest first: the order
+    in which a method must earn its place as the registered challenger (it must
+    beat every simpler method of the run on validation rows by more than the
+    ROPE; :func:`pipeline.evaluation.selection.choose_challenger`) and in which
+    the champion rule lets a simpler challenger replace an equivalent champion
+    (:func:`pipeline.registry.champion.decide`). Methods of one level are peers."""
+
+    NO_RESAMPLING = 0
+    CLASS_WEIGHTS = 1
+    UNDERSAMPLING = 2
+    RANDOM_OVERSAMPLING = 3
+    SMOTE_FAMILY = 4
+    GENERATOR = 5
+    """Generators, and any plugin that declares no level of its own."""
+
+    @property
+    def words(self) -> str:
+        """``no resampling``, ``class weights``, …, ``SMOTE family``, ``generator``."""
+        words = self.name.lower().replace("_", " ")
+        return "SMOTE family" if self is Complexity.SMOTE_FAMILY else words
 
 
 @dataclass(frozen=True)
@@ -113,6 +137,9 @@ class Method:
         before its fits (``BuildContext.gan_dir``). (A generative method is trained
         once per split on the training frauds, every amount draws from it, and its
         rows' fidelity is measured.)
+    complexity : Complexity
+        Its place in the order of simplicity (a plugin: its class's
+        ``fraudaug_complexity``, else :attr:`Complexity.GENERATOR`).
     role : Role
     interpolation : bool
         Its new rows are the interpolation every generator's rows are judged
@@ -135,6 +162,7 @@ class Method:
     reweights: Callable[[np.ndarray, np.ndarray | None], float] | None = None
     stops_when_empty: bool = False
     uses_gan: bool = False
+    complexity: Complexity = Complexity.GENERATOR
     role: Role = ""
     interpolation: bool = False
     in_smoke: bool = True
@@ -160,6 +188,7 @@ class Method:
             "name": self.name,
             "family": self.family,
             "amount": self.amount,
+            "complexity": int(self.complexity),
             "source": self.source,
             "summary": self.summary,
         }

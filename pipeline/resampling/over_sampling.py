@@ -10,7 +10,7 @@ detector a fractional category.
 
 from __future__ import annotations
 
-from pipeline.resampling.method import BuildContext, Method
+from pipeline.resampling.method import BuildContext, Complexity, Method
 
 
 def random_over(context: BuildContext):
@@ -110,6 +110,7 @@ METHODS = (
     Method(
         name="random_over",
         family="over-sampling",
+        complexity=Complexity.RANDOM_OVERSAMPLING,
         summary="copies of training frauds drawn at random (imbalanced-learn's "
         "RandomOverSampler)",
         build=random_over,
@@ -118,6 +119,7 @@ METHODS = (
     Method(
         name="smote",
         family="over-sampling",
+        complexity=Complexity.SMOTE_FAMILY,
         summary="SMOTE: new frauds on the lines between a fraud and its nearest "
         "frauds (SMOTENC with categorical columns)",
         build=smote,
@@ -128,6 +130,7 @@ METHODS = (
     Method(
         name="borderline_smote",
         family="over-sampling",
+        complexity=Complexity.SMOTE_FAMILY,
         summary="borderline SMOTE: SMOTE from the frauds whose neighbourhood is "
         "mostly legitimate rows",
         build=borderline_smote,
@@ -139,6 +142,7 @@ METHODS = (
     Method(
         name="adasyn",
         family="over-sampling",
+        complexity=Complexity.SMOTE_FAMILY,
         summary="ADASYN: more new frauds where legitimate rows crowd a fraud's "
         "neighbourhood",
         build=adasyn,

@@ -20,6 +20,13 @@ take plugins); chosen like the built-in ones (``evaluation.methods``).
     per split on the training frauds; every amount draws from it; its rows are
     checked against the schema, then transformed like real rows.
 
+Either kind may declare its place in the order of simplicity as a class
+attribute, ``fraudaug_complexity`` (an int of
+:class:`~pipeline.resampling.method.Complexity`: 0 no resampling … 4 the SMOTE
+family, 5 generators); without it a plugin is the most complex kind, which must
+beat every simpler method of the run on validation rows by more than the ROPE
+to be registered.
+
 A plugin that cannot be imported, raises, or returns bad rows is that method
 failed, with its reason in the report; the run completes.
 """
@@ -33,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.errors import PipelineError
-from pipeline.resampling.method import BuildContext, Method
+from pipeline.resampling.method import BuildContext, Complexity, Method
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +77,19 @@ def _summary(cls: Any, fallback: str) -> str:
     return " ".join(doc.split("\n\n")[0].split()) or fallback
 
 
+def _complexity(cls: Any) -> tuple[Complexity, str]:
+    """The class's declared ``fraudaug_complexity`` (default: a generator's
+    level), or the default and why the declaration is refused."""
+    declared = getattr(cls, "fraudaug_complexity", Complexity.GENERATOR)
+    try:
+        return Complexity(declared), ""
+    except ValueError:
+        levels = ", ".join(f"{int(c)} {c.words}" for c in Complexity)
+        return Complexity.GENERATOR, (
+            f"fraudaug_complexity {declared!r} is not one of {levels}"
+        )
+
+
 def plugin_methods() -> tuple[Method, ...]:
     """Every installed plugin's method, samplers then generators, by name. A
     plugin that cannot be imported is listed with its reason; building it raises
@@ -77,6 +97,8 @@ def plugin_methods() -> tuple[Method, ...]:
     found: list[Method] = []
     for entry in _entry_points(SAMPLERS_GROUP):
         cls, broken = _load(entry)
+        complexity, refused = _complexity(cls)
+        broken = broken or refused
         under = getattr(cls, "_sampling_type", None) == "under-sampling"
         found.append(
             Method(
@@ -84,6 +106,7 @@ def plugin_methods() -> tuple[Method, ...]:
                 family="under-sampling" if under else "over-sampling",
                 summary=broken or _summary(cls, f"sampler {entry.value}"),
                 amount="kept" if under else "added",
+                complexity=complexity,
                 build=_broken(broken) if broken else _sampler_builder(cls),
                 source=_source(entry),
                 entry_point=entry.value,
@@ -91,11 +114,14 @@ def plugin_methods() -> tuple[Method, ...]:
         )
     for entry in _entry_points(GENERATORS_GROUP):
         cls, broken = _load(entry)
+        complexity, refused = _complexity(cls)
+        broken = broken or refused
         found.append(
             Method(
                 name=entry.name,
                 family="generative",
                 summary=broken or _summary(cls, f"generator {entry.value}"),
+                complexity=complexity,
                 build=_broken(broken) if broken else _generator_builder(),
                 source=_source(entry),
                 entry_point=entry.value,

@@ -4,7 +4,7 @@ fraud kept); their amount is the legitimate rows kept
 
 from __future__ import annotations
 
-from pipeline.resampling.method import BuildContext, Method
+from pipeline.resampling.method import BuildContext, Complexity, Method
 
 
 def random_under(context: BuildContext):
@@ -20,6 +20,7 @@ METHODS = (
     Method(
         name="random_under",
         family="under-sampling",
+        complexity=Complexity.UNDERSAMPLING,
         summary="legitimate training rows dropped at random, every fraud kept "
         "(imbalanced-learn's RandomUnderSampler)",
         amount="kept",

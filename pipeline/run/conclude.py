@@ -254,14 +254,15 @@ def stage_registry(
     config: PipelineConfig,
     schema: TableSchema,
 ) -> dict[str, Any]:
-    """Offer the run's best detector (highest mean test primary metric,
-    ``evaluation.primary_metric``; its split-0 model) to the registry as
-    challenger; returns the decision. See :mod:`pipeline.registry.promotion`."""
+    """Offer the run's challenger (``metrics["selection"]``: chosen on validation
+    rows, the simplest method unless a more complex one earned its place; its
+    split-0 model) to the registry; returns the decision, taken on split 0's
+    test rows, which did not choose it. See :mod:`pipeline.registry.promotion`."""
     from pipeline.registry.promotion import ChampionRule, HeldOut, record_challenger
 
     run_dir = Path(run_dir)
     primary = config.evaluation.primary_metric
-    best = max(metrics["summary"], key=lambda s: s[f"{primary}_mean"])["method"]
+    best = metrics["selection"]["chosen"]
     record = next(
         r for r in metrics["results"] if r["method"] == best and r["split"] == 0
     )
@@ -290,7 +291,7 @@ def stage_registry(
         ),
         rule=ChampionRule(
             rope=config.evaluation.primary_rope(),
-            n_resamples=max(config.evaluation.n_bootstrap, 50),
+            n_resamples=config.registry.n_resamples,
             random_state=config.seed,
             metric=primary,
             alerts_per_day=config.evaluation.alerts_per_day,

@@ -1,9 +1,11 @@
 """The verdict of a run of several splits on the real 20k-row sample: every
 paired comparison carries the corrected interval, Holm's p, the three
-probabilities, the decision, the splits that would decide and the resolution,
-each recomputed here from what is written beside it; the headline decides or
-says it is undecided and what the table can resolve; the report, the morning
-page and the run's event carry the decision."""
+probabilities, the decision and the claim, the spread's range, the resolution
+and the smallest gain that could be called better, each recomputed here from
+what is written beside it; the headline decides the one pre-registered question
+or says it is undecided, without planning on three splits' spread; the
+challenger is chosen on validation rows; the report, the morning page and the
+run's event carry the decision."""
 
 import json
 
@@ -26,8 +28,13 @@ FIELDS = {
     "p_equivalent",
     "p_worse",
     "decision",
+    "claim",
+    "sd_range",
     "splits_to_decide",
     "resolution",
+    "resolution_range",
+    "smallest_better",
+    "smallest_better_range",
 }
 
 
@@ -87,14 +94,16 @@ def test_the_headline_decides_or_says_what_it_cannot(three_splits):
     assert (decision["method"], decision["baseline"]) == ("cwgan_gp", "none")
     headline = comparison["headline"]
     assert "not significant" not in headline
+    assert headline.startswith("cwgan_gp ") and "No method is better" not in headline
     assert f"ROPE ±{decision['rope']:g}" in headline
-    assert f"±{decision['resolution']:.3f}" in headline  # the table's resolution
+    assert "Of the 1 other method compared with none" in headline
+    # Three splits do not plan on their spread.
+    assert decision["splits_to_decide"] is None and "no number" not in headline
     if decision["decision"] == "undecided":
         assert "undecided after 3 splits: P(cwgan_gp better)" in headline
-        assert ("splits would decide" in headline) == (
-            decision["splits_to_decide"] is not None
-        )
+        assert "3 splits cannot say how many would decide" in headline
     html = (run_dir / "report.html").read_text()
+    assert f"exceeds about {decision['smallest_better']:+.3f} AUPRC" in html
     assert "P(worse / equivalent / better than none)" in html  # the chart
     assert 'id="statistics-note"' in html and "ρ = 0.25" in html
     assert f'data-decision="{decision["decision"]}"' in html
@@ -104,3 +113,22 @@ def test_the_headline_decides_or_says_what_it_cannot(three_splits):
     assert completed.payload["decision"] == decision
     assert tags["fraudaug.verdict"] == f"cwgan_gp vs none: {decision['decision']}"
     assert float(tags["fraudaug.verdict.p_better"]) == decision["p_better"]
+
+
+def test_the_challenger_is_chosen_on_validation_rows(three_splits):
+    metrics, run_dir, tags = three_splits
+    selection = metrics["selection"]
+    assert selection["on"] == "validation" and selection["simplest"] == "none"
+    means = {c["method"]: c["validation_mean"] for c in selection["candidates"]}
+    for method, mean in means.items():
+        fits = [r for r in metrics["results"] if r["method"] == method]
+        assert mean == pytest.approx(sum(r["validation_auprc"] for r in fits) / 3)
+    rope = selection["rope"]
+    earners = [c for c in selection["candidates"] if c["earns_place"]]
+    if not earners:
+        assert selection["chosen"] == "none"
+    assert all(c["margin"] > rope for c in earners)
+    assert metrics["registry"]["challenger"]["method"] == selection["chosen"]
+    assert tags["fraudaug.challenger"] == selection["chosen"]
+    html = (run_dir / "report.html").read_text()
+    assert 'id="challenger-choice"' in html and "chosen on <b>validation</b>" in html

@@ -290,7 +290,8 @@ def test_verdicts_restate_a_run_under_todays_statistics(tmp_path):
     (run,) = result["runs"]
     assert run["label"] == "demo" and run["rope"] == 0.015
     assert run["headline_then"] == "the old headline"
-    assert run["headline_now"].startswith("smote beats no resampling (none)")
+    assert run["headline_now"].startswith("cwgan_gp and no resampling (none)")
+    assert "better: smote" in run["headline_now"]
     smote = next(c for c in run["comparisons"] if c["method"] == "smote")
     assert smote["decision"] == "better" and smote["ci95_corrected"] is not None
     assert json.loads(out.read_text()) == result

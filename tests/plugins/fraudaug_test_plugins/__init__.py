@@ -29,6 +29,8 @@ class BootstrapOverSampler(BaseOverSampler):
 class RandomHalfUnderSampler(BaseUnderSampler):
     """Legitimate rows kept at random, in their order (a test plugin)."""
 
+    fraudaug_complexity = 2  # as simple as imbalanced-learn's random under-sampler
+
     def __init__(self, *, sampling_strategy="auto", random_state=None):
         super().__init__(sampling_strategy=sampling_strategy)
         self.random_state = random_state

@@ -8,6 +8,7 @@ from pipeline.core.config import load_config
 from pipeline.data.schema import KAGGLE
 from pipeline.evaluation.amounts import choose_amounts
 from pipeline.evaluation.run_metrics import build_metrics, is_random_split_of
+from pipeline.resampling import registry
 from tests.helpers import ROLES, amount_grid
 
 
@@ -47,7 +48,7 @@ def built():
         folds=None,
         cached_stages=["ingest"],
         environment={"python": "3.11"},
-        methods=[{"name": m, "source": "built-in"} for m in config.evaluation.methods],
+        methods=[registry.get(m).describe() for m in config.evaluation.methods],
         roles=ROLES,
     )
     return metrics
@@ -67,6 +68,12 @@ def test_metrics_are_built_from_the_fits_alone(built):
     # smote's amounts were chosen on validation: 0.75 (split 0), 0.60 (split 1).
     assert summary["smote"]["auprc_mean"] == pytest.approx(0.675)
     assert built["comparison"]["headline"]
+    # The challenger is chosen on validation rows: smote's validation mean (0.80)
+    # beats none's (0.75) by more than the ROPE, though its test mean is lower.
+    selection = built["selection"]
+    assert selection["on"] == "validation" and selection["chosen"] == "smote"
+    assert selection["simplest"] == "none" and selection["rope"] == 0.02
+    assert summary["smote"]["auprc_mean"] < summary["none"]["auprc_mean"]
     assert built["fidelity"]["smote"]["c2st_auc"] == pytest.approx(0.705)
     assert built["gan"] == {"splits": [], "nonfinite_steps": 0, "device": None}
     assert "random_split_reference" not in built  # random splits: none needed

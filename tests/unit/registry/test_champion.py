@@ -54,6 +54,55 @@ def test_the_champion_rule_needs_a_clear_win_and_enough_frauds():
     assert "comparison" not in few
 
 
+def test_a_simpler_equivalent_challenger_replaces_the_champion():
+    """The rule of the run's own choice: of practically equivalent detectors
+    the simpler is kept; a more complex one must win by more than the ROPE."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(4_000) < 0.03).astype(int)
+    blurred = y * 0.6 + rng.normal(size=len(y))
+    # none (level 0) against a SMOTE champion (level 4), the same scores.
+    simpler = _rule(blurred, blurred, y, complexity=(0, 4))
+    assert simpler["decision"] == "equivalent" and simpler["promoted"]
+    assert simpler["complexity"] == {"challenger": 0, "champion": 4}
+    assert "and simpler than the champion: promoted" in simpler["reason"]
+    assert "Monte Carlo) of 200 resamples" in simpler["reason"]
+    # The other way round, or the levels unknown: the champion stays.
+    for levels in ((4, 0), (4, 4), (None, 4)):
+        kept = _rule(blurred, blurred, y, complexity=levels)
+        assert kept["decision"] == "equivalent" and not kept["promoted"]
+        assert "the champion stays" in kept["reason"]
+    # Simpler but not shown equivalent (too few frauds to tell): it stays, and
+    # the reason says what a simpler challenger needs.
+    few = (rng.random(600) < 0.03).astype(int)
+    noisy = _rule(
+        few + rng.normal(size=600), few + rng.normal(size=600), few, complexity=(0, 4)
+    )
+    assert noisy["decision"] == "undecided" and not noisy["promoted"]
+    assert "a simpler challenger, 95% within the ROPE" in noisy["reason"]
+
+
+def test_the_rules_resamples_are_many_enough_and_say_their_error():
+    from pipeline.core.config import load_config
+
+    assert load_config("default").registry.n_resamples >= 2_000
+    rng = np.random.default_rng(2)
+    y = (rng.random(4_000) < 0.03).astype(int)
+    sharp = y * 2.0 + rng.normal(size=len(y))
+    out = decide(
+        CHAMPION,
+        method="none",
+        y=y,
+        challenger_scores=sharp,
+        champion_scores=sharp,
+        held_out="test rows",
+        rope=0.01,
+        n_resamples=2_000,
+        random_state=0,
+    )
+    assert out["comparison"]["n_resamples"] == 2_000
+    assert "% Monte Carlo) of 2,000 resamples" in out["reason"]
+
+
 def test_a_gain_above_the_rope_whose_interval_reaches_0_keeps_the_champion():
     """The case a rule of plain `difference > rope` would get wrong: the
     challenger's AUPRC is ahead by more than the ROPE on these rows, but on too

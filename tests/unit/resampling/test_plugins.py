@@ -45,6 +45,25 @@ def test_fraudaug_methods_lists_the_built_in_ones_and_the_plugins(capsys):
     )
 
 
+def test_a_plugin_declares_its_place_in_the_order_of_simplicity(monkeypatch):
+    """A plugin is the most complex kind unless its class declares a level; a
+    level that is none is refused, as a plugin that breaks its contract."""
+    from pipeline.resampling import plugins
+    from pipeline.resampling.method import Complexity
+
+    assert registry.get("half_under").complexity == Complexity.UNDERSAMPLING
+    assert registry.get("bootstrap_over").complexity == Complexity.GENERATOR
+    assert registry.get("independent").complexity == Complexity.GENERATOR
+    assert registry.get("half_under").describe()["complexity"] == 2
+
+    class Odd:
+        fraudaug_complexity = 9
+
+    level, why = plugins._complexity(Odd)
+    assert level == Complexity.GENERATOR
+    assert why.startswith("fraudaug_complexity 9 is not one of 0 no resampling, ")
+
+
 def test_a_config_names_plugins_like_built_in_methods():
     config = load_config(
         "smoke", overrides={"evaluation": {"methods": ["none", "independent"]}}

@@ -1,0 +1,173 @@
+"""What a run chooses, chosen on validation rows and never on test rows: the
+challenger it offers the registry (:func:`choose_challenger`) and the best
+SMOTE-family method the question is set against (:func:`best_on_validation`).
+
+Choosing the method with the best mean *test* figure and then judging it on the
+same test rows is a winner's curse: among methods that are practically
+equivalent, the luckiest is chosen and its figure flatters it. Here the test
+rows only judge what the validation rows chose. The challenger is also the
+*simplest* method of the run unless a more complex one earns its place: its
+mean validation figure beats every simpler method's by more than the ROPE
+(``evaluation.rope``), so a team does not deploy SMOTE-Tomek or the GAN, with
+their nightly cost, for a difference of nothing. Complexity is declared once
+with each method (:class:`pipeline.resampling.method.Complexity`) and passed in
+by name.
+
+The validation figure of a resampling method is the one at its chosen amount,
+itself the best of its amounts on the same rows: a little optimistic, which
+the ROPE a complex method must clear absorbs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pipeline.evaluation.metrics import METRIC_LABELS
+from pipeline.evaluation.records import BaselineChoice, Candidate, ChallengerChoice
+
+
+def _means(results: list[dict[str, Any]], key: str) -> dict[str, tuple[float, int]]:
+    """Per method (in the results' order), the mean of ``key`` over its splits
+    and their number; methods without it are left out."""
+    values: dict[str, list[float]] = {}
+    for r in results:
+        if r.get(key) is not None:
+            values.setdefault(r["method"], []).append(float(r[key]))
+    return {m: (float(np.mean(v)), len(v)) for m, v in values.items()}
+
+
+def best_on_validation(
+    results: list[dict[str, Any]], names: tuple[str, ...] | list[str], metric: str
+) -> BaselineChoice | None:
+    """Of ``names``, the method with the highest mean validation ``metric`` over
+    its splits (the first in the results' order on a tie); ``None`` when none
+    of them has a validation figure."""
+    means = _means(results, f"validation_{metric}")
+    family = [m for m in means if m in names]
+    if not family:
+        return None
+    chosen = max(family, key=lambda m: means[m][0])
+    return BaselineChoice(
+        metric=metric,
+        on="validation",
+        family=family,
+        validation_means={m: means[m][0] for m in family},
+        chosen=chosen,
+    )
+
+
+def choose_challenger(
+    results: list[dict[str, Any]],
+    complexity: Mapping[str, int],
+    metric: str,
+    rope: float,
+) -> ChallengerChoice | None:
+    """The run's challenger: the simplest method, unless a more complex one's
+    mean validation ``metric`` beats every simpler method's by more than
+    ``rope``.
+
+    Methods are taken in ``complexity`` order (lower is simpler; methods of one
+    level are peers). A method *earns its place* when its mean validation
+    figure exceeds the best of every simpler level's by more than ``rope``;
+    the challenger is the earner of the highest level (the best of that level
+    on a tie), else the best of the simplest level. Returns ``None`` when no
+    method has a validation figure.
+
+    Parameters
+    ----------
+    results : list of dict
+        One record per method and split at its chosen amount, with
+        ``validation_<metric>`` (and ``<metric>``, the test figure, recorded
+        beside but never used to choose).
+    complexity : mapping
+        Each method's level (:class:`pipeline.resampling.method.Complexity`).
+    metric : str
+        ``evaluation.primary_metric``.
+    rope : float
+        Its region of practical equivalence.
+    """
+    validation = _means(results, f"validation_{metric}")
+    if not validation:
+        return None
+    test = _means(results, metric)
+    order = sorted(validation, key=lambda m: complexity[m])  # stable: peers keep order
+    lowest = complexity[order[0]]
+    candidates = []
+    for m in order:
+        simpler = [validation[s][0] for s in order if complexity[s] < complexity[m]]
+        margin = validation[m][0] - max(simpler) if simpler else None
+        candidates.append(
+            Candidate(
+                method=m,
+                complexity=complexity[m],
+                validation_mean=validation[m][0],
+                test_mean=test[m][0] if m in test else None,
+                n_splits=validation[m][1],
+                margin=margin,
+                earns_place=margin is not None and margin > rope,
+            )
+        )
+    simplest = max(
+        (c for c in candidates if c.complexity == lowest),
+        key=lambda c: c.validation_mean,
+    )
+    earners = [c for c in candidates if c.earns_place]
+    chosen = (
+        max(earners, key=lambda c: (c.complexity, c.validation_mean))
+        if earners
+        else simplest
+    )
+    return ChallengerChoice(
+        metric=metric,
+        on="validation",
+        rope=rope,
+        candidates=candidates,
+        simplest=simplest.method,
+        chosen=chosen.method,
+        equivalents=[
+            c.method
+            for c in candidates
+            if c.method != chosen.method
+            and abs(c.validation_mean - chosen.validation_mean) <= rope
+        ],
+        reason=_reason(candidates, simplest, chosen, metric, rope),
+    )
+
+
+def _reason(
+    candidates: list[Candidate],
+    simplest: Candidate,
+    chosen: Candidate,
+    metric: str,
+    rope: float,
+) -> str:
+    """One sentence: why the challenger is the one it is."""
+    name = METRIC_LABELS.get(metric, metric)
+    splits = max(c.n_splits for c in candidates)
+    over = f"mean validation {name} over {splits} split{'s' if splits != 1 else ''}"
+    if len(candidates) == 1:
+        return f"{chosen.method}: the only method of the run"
+    if chosen.margin is not None:
+        best_simpler = max(
+            (c for c in candidates if c.complexity < chosen.complexity),
+            key=lambda c: c.validation_mean,
+        )
+        return (
+            f"{chosen.method}: its {over} beats every simpler method's by more than "
+            f"the ROPE ±{rope:g} ({chosen.margin:+.3f} over {best_simpler.method}, "
+            "the best simpler one), and no more complex method beats it so"
+        )
+    others = [c for c in candidates if c.margin is not None]
+    closest = max(others, key=lambda c: c.margin) if others else None
+    return (
+        f"{chosen.method}: the simplest method of the run; no more complex method's "
+        f"{over} beats every simpler one's by more than the ROPE ±{rope:g}"
+        + (
+            f" (the closest: {closest.method}, {closest.margin:+.3f})"
+            if closest is not None
+            else ""
+        )
+    )

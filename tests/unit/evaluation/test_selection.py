@@ -1,0 +1,122 @@
+"""What a run chooses is chosen on validation rows: the challenger (the simplest
+method unless a more complex one earns its place) and the best SMOTE-family
+baseline."""
+
+import pytest
+
+from pipeline.evaluation.selection import best_on_validation, choose_challenger
+from pipeline.resampling import registry
+
+LEVELS = {m.name: int(m.complexity) for m in registry.built_in_methods()}
+
+
+def _fits(validation: dict[str, list[float]], test: dict[str, list[float]]):
+    return [
+        {
+            "method": m,
+            "split": split,
+            "validation_auprc": v,
+            "auprc": test[m][split],
+        }
+        for m, values in validation.items()
+        for split, v in enumerate(values)
+    ]
+
+
+def test_the_complexity_order_is_declared_once_with_each_method():
+    assert LEVELS["none"] < LEVELS["class_weight"] < LEVELS["random_under"]
+    assert LEVELS["random_under"] < LEVELS["random_over"] < LEVELS["smote"]
+    family = ("smote", "borderline_smote", "adasyn", "smote_tomek", "smote_enn")
+    assert {LEVELS[m] for m in family} == {LEVELS["smote"]}
+    assert LEVELS["smote"] < LEVELS["cwgan_gp"]
+    assert all(
+        d["complexity"] == LEVELS[d["name"]]
+        for d in (registry.get(m).describe() for m in LEVELS)
+    )
+
+
+def test_the_luckiest_method_on_test_is_not_registered_when_validation_ties():
+    """The real sample's default run, in small: ten methods within 0.013 of each
+    other on validation; SMOTE-Tomek has the best test mean, by luck. The
+    simplest method is the challenger, and the test means never choose."""
+    validation = {
+        "none": [0.916, 0.914, 0.918],
+        "random_over": [0.913, 0.912, 0.914],
+        "smote": [0.921, 0.92, 0.922],
+        "smote_tomek": [0.925, 0.924, 0.926],
+        "cwgan_gp": [0.92, 0.919, 0.921],
+    }
+    test = {m: [0.9] * 3 for m in validation}
+    test["smote_tomek"] = [0.95, 0.96, 0.94]  # the luckiest on test
+    choice = choose_challenger(_fits(validation, test), LEVELS, "auprc", rope=0.02)
+    assert choice.chosen == choice.simplest == "none" and choice.on == "validation"
+    assert not any(c.earns_place for c in choice.candidates)
+    assert [c.method for c in choice.candidates] == [
+        "none",
+        "random_over",
+        "smote",
+        "smote_tomek",
+        "cwgan_gp",
+    ]
+    tomek = next(c for c in choice.candidates if c.method == "smote_tomek")
+    assert tomek.margin == pytest.approx(0.925 - 0.916)
+    assert tomek.test_mean == pytest.approx(0.95)
+    assert set(choice.equivalents) == set(validation) - {"none"}
+    assert choice.reason.startswith("none: the simplest method of the run")
+    assert "(the closest: smote_tomek, +0.009)" in choice.reason
+
+
+def test_a_complex_method_clearly_better_on_validation_is_registered():
+    validation = {
+        "none": [0.80, 0.81, 0.79],
+        "class_weight": [0.80, 0.80, 0.80],
+        "smote": [0.83, 0.84, 0.82],  # +0.03 over none: earns its place
+        "cwgan_gp": [0.84, 0.85, 0.83],  # +0.01 over smote: does not
+    }
+    test = {m: [0.8] * 3 for m in validation}
+    choice = choose_challenger(_fits(validation, test), LEVELS, "auprc", rope=0.02)
+    assert choice.chosen == "smote" and choice.simplest == "none"
+    assert choice.equivalents == ["cwgan_gp"]
+    assert choice.reason.startswith(
+        "smote: its mean validation AUPRC over 3 splits beats every simpler "
+        "method's by more than the ROPE ±0.02 (+0.030 over none"
+    )
+    # The GAN clear of every simpler method by more than the ROPE: the GAN.
+    validation["cwgan_gp"] = [0.86, 0.87, 0.85]
+    choice = choose_challenger(_fits(validation, test), LEVELS, "auprc", rope=0.02)
+    assert choice.chosen == "cwgan_gp"
+
+
+def test_peers_of_a_level_compete_on_validation_and_one_method_is_itself():
+    validation = {
+        "none": [0.80],
+        "smote": [0.83],
+        "adasyn": [0.85],  # the same level as smote: the better of the two
+    }
+    choice = choose_challenger(
+        _fits(validation, {m: [0.8] for m in validation}), LEVELS, "auprc", 0.02
+    )
+    assert choice.chosen == "adasyn"
+    smote = next(c for c in choice.candidates if c.method == "smote")
+    assert smote.margin == pytest.approx(0.03)  # against none, not its peer
+    alone = choose_challenger(
+        _fits({"smote": [0.8]}, {"smote": [0.8]}), LEVELS, "auprc", 0.02
+    )
+    assert (
+        alone.chosen == "smote" and alone.reason == "smote: the only method of the run"
+    )
+    assert choose_challenger([], LEVELS, "auprc", 0.02) is None
+
+
+def test_the_best_baseline_is_the_familys_best_on_validation():
+    fits = _fits(
+        {"smote": [0.8, 0.82], "adasyn": [0.81, 0.83], "none": [0.9, 0.9]},
+        {"smote": [0.9, 0.9], "adasyn": [0.7, 0.7], "none": [0.8, 0.8]},
+    )
+    choice = best_on_validation(fits, ("smote", "adasyn"), "auprc")
+    assert choice.chosen == "adasyn" and choice.family == ["smote", "adasyn"]
+    assert choice.validation_means == {
+        "smote": pytest.approx(0.81),
+        "adasyn": pytest.approx(0.82),
+    }
+    assert best_on_validation(fits, ("smote_enn",), "auprc") is None
