@@ -3,9 +3,13 @@
 Reads runs' ``metrics.json`` (any schema version: only their per-split
 ``results`` and configuration are used) and states each run's comparison under
 today's statistics (:func:`pipeline.evaluation.comparison.compare_methods`: the
-corrected resampled t, Holm, the correlated Bayesian t-test at today's default
-ROPE of the run's primary metric, or ``--rope``) beside what the run said when
-it ran (its plain t-interval's "significant", its headline). Per run: the data,
+corrected resampled t at today's default rho, the measured one, with the
+question's decision at the conservative rho beside it, Holm, the correlated
+Bayesian t-test at today's default ROPE of the run's primary metric, or
+``--rope``) and today's choice of challenger on validation rows
+(:func:`pipeline.evaluation.selection.choose_challenger`) beside what the run
+said when it ran (its headline, its registered challenger) and the best test
+mean. Per run: the data,
 the splits, ρ, the ROPE, the headline then and now, per method its mean and
 plain and corrected intervals (and its other figures' means), and per comparison
 with ``none`` (and the GAN's with the best SMOTE-family method) the difference,
@@ -38,7 +42,9 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
     """One run's comparison under today's statistics beside what it said."""
     from pipeline.core.config import RopeConfig
     from pipeline.evaluation.comparison import compare_methods
+    from pipeline.evaluation.correlation import CONSERVATIVE, resolve_rho
     from pipeline.evaluation.metrics import METRICS, summarise
+    from pipeline.evaluation.selection import choose_challenger
     from pipeline.evaluation.statistics import t_interval
     from pipeline.resampling import registry
 
@@ -49,13 +55,24 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
     results = metrics["results"]
     mode = (config.get("split") or {}).get("mode")
     roles = registry.roles()
+    rho, rho_source = resolve_rho("measured", results, mode)
     now = compare_methods(
         results,
         roles,
         metric,
         rope=rope,
         unit="fold" if mode == "rolling" else "split",
+        rho=rho,
+        rho_source=rho_source,
+        conservative_rho=resolve_rho(CONSERVATIVE, results, mode)[0],
     )
+    selection = choose_challenger(
+        results,
+        {m: int(registry.get(m).complexity) for m in {r["method"] for r in results}},
+        metric,
+        rope,
+    )
+    best_on_test = max(summarise(results), key=lambda s: s[f"{metric}_mean"])
     before = {
         (c["method"], c["baseline"]): c
         for c in (metrics.get("comparison") or {}).get("comparisons", [])
@@ -97,7 +114,9 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
                 "p_equivalent": _r(c["p_equivalent"], 3),
                 "p_worse": _r(c["p_worse"], 3),
                 "decision": c["decision"],
+                "claim": c["claim"],
                 "splits_to_decide": c["splits_to_decide"],
+                "smallest_better": _r(c["smallest_better"]),
                 "resolution": _r(c["resolution"]),
             }
         )
@@ -113,9 +132,20 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         "n_splits": metrics.get("n_splits"),
         "metric": metric,
         "rho": _r(now["rho"]),
+        "rho_source": now["rho_source"],
+        "rho_conservative": _r((now["conservative"] or {}).get("rho")),
+        "question_conservative": (now["conservative"] or {})
+        .get("decision", {})
+        .get("decision"),
         "rope": rope,
         "headline_then": (metrics.get("comparison") or {}).get("headline"),
         "headline_now": now["headline"],
+        "challenger_then": (metrics.get("registry") or {})
+        .get("challenger", {})
+        .get("method"),
+        "best_test_mean": best_on_test["method"],
+        "challenger_now": selection.chosen if selection else None,
+        "challenger_reason": selection.reason if selection else None,
         "summary": summary,
         "comparisons": comparisons,
     }

@@ -12,7 +12,14 @@ import json
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from pipeline.core.days import SECONDS_PER_DAY
 from pipeline.core.errors import ConfigError
@@ -262,6 +269,16 @@ class DetectorConfig(_Section):
     max_depth: int = Field(6, ge=1)
     learning_rate: float = Field(0.05, gt=0.0)
     early_stopping_rounds: int | None = Field(50, ge=1)
+    tune: bool = Field(
+        False,
+        description="Tune each fit's XGBoost on its validation rows, the same search "
+        "and budget for every method (tune_trials): max_depth, min_child_weight, "
+        "learning_rate (trees by early stopping) and a reweighting method's weight; "
+        "the untuned settings are the first trial. Test rows never enter it.",
+    )
+    tune_trials: int = Field(
+        16, ge=2, le=500, description="Fits each tuned fit's search may make."
+    )
     n_jobs: int = Field(2, ge=1)
     across_workers: Literal["auto", "never", "always"] = Field(
         "auto",
@@ -279,6 +296,16 @@ class DetectorConfig(_Section):
         description="Share of a Dask worker's memory limit one fit may take before "
         "it trains across the workers (across_workers: auto).",
     )
+
+    @model_validator(mode="after")
+    def _tune_in_process(self) -> DetectorConfig:
+        if self.tune and self.across_workers == "always":
+            raise ValueError(
+                "tune searches in each fit's own process: it cannot train every "
+                "fit across the Dask workers (across_workers: always); use auto or "
+                "never"
+            )
+        return self
 
 
 class RopeConfig(_Section):
@@ -375,10 +402,29 @@ class EvaluationConfig(_Section):
         description="Per metric, the region of practical equivalence: differences "
         'within ±rope are too small to act on (e.g. {"auprc": 0.02}).',
     )
+    correlation: str | float = Field(
+        "measured",
+        description="The correlation rho of the splits' differences that the "
+        "comparison corrects for: measured (the upper 95 % bound measured on "
+        "independent tables for the run's split design, benchmarks/correlation.py), "
+        "nadeau_bengio (test rows / (training + test rows): the conservative "
+        "setting), or a number in [0, 1).",
+    )
 
     def primary_rope(self) -> float:
         """The region of practical equivalence of the primary metric."""
         return getattr(self.rope, self.primary_metric)
+
+    @field_validator("correlation")
+    @classmethod
+    def _check_correlation(cls, value: str | float) -> str | float:
+        if isinstance(value, str) and value in ("measured", "nadeau_bengio"):
+            return value
+        if not isinstance(value, str) and 0.0 <= value < 1.0:
+            return value
+        raise ValueError(
+            f"expected measured, nadeau_bengio or a number in [0, 1), got {value!r}"
+        )
 
     @model_validator(mode="after")
     def _check_methods(self) -> EvaluationConfig:

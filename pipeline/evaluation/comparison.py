@@ -361,6 +361,9 @@ def compare_methods(
     *,
     rope: float,
     unit: str = "split",
+    rho: float | None = None,
+    rho_source: str | None = None,
+    conservative_rho: float | None = None,
 ) -> dict:
     """Paired comparisons of every method with the reference (no resampling) and
     of the methods outside the SMOTE family with its best member (chosen on
@@ -388,10 +391,19 @@ def compare_methods(
         ``±rope`` are too small to act on (``evaluation.rope``).
     unit : {"split", "fold"}
         Random splits, or rolling out-of-time folds.
+    rho : float, optional
+        The correlation of the splits' differences corrected for
+        (:func:`pipeline.evaluation.correlation.resolve_rho`; ``rho_source``
+        says where it comes from); by default Nadeau & Bengio's heuristic
+        (:func:`~pipeline.evaluation.metrics.split_rho`).
+    conservative_rho : float, optional
+        The conservative setting's ``rho``: where the question's decision
+        differs under it, the headline says so and ``conservative`` records it.
 
     Returns
     -------
-    dict with ``metric``, ``rope``, ``rho``, ``reference`` and ``question``
+    dict with ``metric``, ``rope``, ``rho``, ``rho_source``, ``conservative``,
+    ``reference`` and ``question``
     (the roles' names), ``best_smote_family`` and ``baseline_choice`` (how it
     was chosen), ``comparisons`` (list, :func:`paired_difference`: every method
     against the reference, and each method outside the family against its best
@@ -400,7 +412,8 @@ def compare_methods(
     question against the reference; ``None`` with one split or without the
     question), ``verdicts`` (list of str) and ``headline`` (str).
     """
-    rho = split_rho(results)
+    if rho is None:
+        rho, rho_source = split_rho(results), "Nadeau & Bengio's heuristic"
     summary = {s["method"]: s for s in summarise(results)}
     reference, question = roles["reference"], roles["question"]
     family = [m for m in roles["compared"] if m in summary]
@@ -443,10 +456,29 @@ def compare_methods(
     }
     focus = against_reference.get(question)
     decided = focus is not None and focus["p_better"] is not None
+    conservative = None
+    if decided and conservative_rho is not None and conservative_rho != rho:
+        cautious = paired_difference(
+            results,
+            question,
+            reference,
+            metric,
+            rho=conservative_rho,
+            rope=rope,
+            unit=unit,
+        )
+        conservative = {
+            "rho": conservative_rho,
+            "differs": cautious["decision"] != focus["decision"],
+            "decision": headline_decision(cautious),
+            "sentence": _question_sentence(cautious, f"no resampling ({reference})"),
+        }
     result = {
         "metric": metric,
         "rope": rope,
         "rho": rho,
+        "rho_source": rho_source,
+        "conservative": conservative,
         "reference": reference,
         "question": question,
         "best_smote_family": best,
@@ -461,6 +493,12 @@ def compare_methods(
             reference,
             question,
             metric,
+        )
+        + (
+            f" At the conservative ρ = {conservative['rho']:.2f} (Nadeau & Bengio) "
+            f"it would read: {conservative['sentence']}"
+            if conservative and conservative["differs"]
+            else ""
         ),
     }
     Comparison.model_validate(result)  # every key has its owner

@@ -57,6 +57,19 @@ class AmountPoint(Record):
     test_precision_top_k: float | None = None
 
 
+class TunedSettings(Record):
+    """What a fit's search of its detector's settings chose (``detector.tune``)."""
+
+    params: dict[str, float | int] = Field(
+        description="max_depth, min_child_weight, learning_rate (and a reweighting "
+        "method's scale_pos_weight)."
+    )
+    trials: int
+    untuned_validation_auprc: float = Field(
+        description="The untuned settings' validation AUPRC on the same rows."
+    )
+
+
 class FitRecord(Record):
     """One detector: a method on a split at one amount, scored on the untouched
     test rows (the threshold chosen on the validation rows). In ``metrics.json``
@@ -116,6 +129,9 @@ class FitRecord(Record):
     )
     plugin: str | None = Field(
         None, description="A plugin method's distribution and version."
+    )
+    tuned: TunedSettings | None = Field(
+        None, description="detector.tune: the settings the search chose."
     )
     scores_path: str | None = Field(
         None, description="The fit's scores, until the amount is chosen."
@@ -312,6 +328,16 @@ class ChallengerChoice(Record):
     reason: str
 
 
+class ConservativeDecision(Record):
+    """The question's decision at the conservative rho (Nadeau & Bengio's
+    heuristic), beside the default's."""
+
+    rho: float
+    differs: bool = Field(description="It decides otherwise than the default.")
+    decision: HeadlineDecision
+    sentence: str
+
+
 class Comparison(Record):
     """Every method against the reference (no resampling) and against the best
     SMOTE-family method, the verdicts and the run's headline (a monitor-only
@@ -320,6 +346,10 @@ class Comparison(Record):
     metric: str | None = None
     rope: float | None = None
     rho: float | None = None
+    rho_source: str | None = Field(
+        None, description="Where rho comes from (evaluation.correlation)."
+    )
+    conservative: ConservativeDecision | None = None
     reference: str | None = Field(
         None, description="The method every method is set against."
     )

@@ -11,6 +11,7 @@ from typing import Any
 from pipeline.core.config import PipelineConfig
 from pipeline.data.schema import TableSchema
 from pipeline.evaluation.comparison import compare_methods, random_split_reference
+from pipeline.evaluation.correlation import CONSERVATIVE, resolve_rho
 from pipeline.evaluation.fidelity import summarise_fidelity
 from pipeline.evaluation.metrics import summarise
 from pipeline.evaluation.selection import choose_challenger
@@ -137,6 +138,9 @@ def build_metrics(
     fits = sorted(fits, key=lambda r: (order.get(r["method"], 99), r["split"]))
     primary = config.evaluation.primary_metric
     rope = config.evaluation.primary_rope()
+    rho, rho_source = resolve_rho(
+        config.evaluation.correlation, fits, config.split.mode
+    )
     selection = choose_challenger(
         fits, {d["name"]: d["complexity"] for d in methods}, primary, rope
     )
@@ -166,6 +170,9 @@ def build_metrics(
             primary,
             rope=rope,
             unit="fold" if config.split.mode == "rolling" else "split",
+            rho=rho,
+            rho_source=rho_source,
+            conservative_rho=resolve_rho(CONSERVATIVE, fits, config.split.mode)[0],
         ),
         "selection": selection.to_json() if selection is not None else None,
         "precision_top_k": summarise_top_k(

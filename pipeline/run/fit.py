@@ -69,6 +69,7 @@ def stage_fit_detector(
     if (
         not spec.resamples
         and config.detector.across_workers != "never"
+        and not config.detector.tune  # a search runs in the fit's own process
         and current_worker() is not None
     ):
         # A fit too large for one Dask worker: its rows are read on the workers.
@@ -179,7 +180,9 @@ def _fit_one_detector(
         data, method, config, amount, sampler_seed, detector_seed, gan_dir, generator
     )
     start = time.perf_counter()
-    resampled, fitted = _fit(data, method, config, sampler, detector, scores_path)
+    resampled, fitted, detector, tuned = _fit(
+        data, method, config, sampler, detector, scores_path, detector_seed
+    )
     fit_seconds = time.perf_counter() - start
     scores = _score(data, split, method.name, detector, scores_path)
     if model_path is not None:
@@ -194,6 +197,7 @@ def _fit_one_detector(
         detector=detector,
         resampled=resampled,
         fitted=fitted,
+        tuned=tuned,
         scores=scores,
         fit_seconds=fit_seconds,
         scores_path=scores_path,
@@ -237,11 +241,17 @@ def _build(
     return sampler, detector
 
 
-def _fit(data, method, config, sampler, detector, scores_path):
+def _fit(data, method, config, sampler, detector, scores_path, detector_seed):
     """Resample the training rows and fit the detector on them, early stopping on
-    the validation rows: ``(Resampled or None, Fitted)``; None when the training
-    rows are read and trained on the Dask workers (no resampling)."""
-    from pipeline.detector.fitting import fit_detector, fit_detector_on_workers
+    the validation rows (with ``detector.tune``, the best of a search on them):
+    ``(Resampled or None, Fitted, the fitted detector, Tuned or None)``; no
+    Resampled when the training rows are read and trained on the Dask workers
+    (no resampling)."""
+    from pipeline.detector.fitting import (
+        Fitted,
+        fit_detector,
+        fit_detector_on_workers,
+    )
     from pipeline.resampling.amounts import synthetic_share
     from pipeline.resampling.resample import resample
 
@@ -257,7 +267,7 @@ def _fit(data, method, config, sampler, detector, scores_path):
             sample_weight=train["weight"],
             eval_weight=validation["weight"],
         )
-        return None, fitted
+        return None, fitted, detector, None
     transformer = data["transformer"]
     # On sampled rows, each new row stands for 1 / share (amount_targets).
     share = synthetic_share(train["y"], train["weight"])
@@ -273,6 +283,21 @@ def _fit(data, method, config, sampler, detector, scores_path):
             for j in transformer.categorical_features
         },
     )
+    if config.detector.tune:
+        from pipeline.detector.tuning import tune_detector
+
+        detector, tuned = tune_detector(
+            detector,
+            resampled.X,
+            resampled.y,
+            validation["X"],
+            validation["y"],
+            trials=config.detector.tune_trials,
+            random_state=detector_seed,
+            sample_weight=resampled.weight,
+            eval_weight=validation["weight"],
+        )
+        return resampled, Fitted(), detector, tuned
     fitted = fit_detector(
         detector,
         resampled.X,
@@ -286,7 +311,7 @@ def _fit(data, method, config, sampler, detector, scores_path):
         reuse_dir=scores_path.parent / layout.FITS_DIR,
         across_workers=config.detector.across_workers,
     )
-    return resampled, fitted
+    return resampled, fitted, detector, None
 
 
 def _score(data, split, name, detector, scores_path) -> dict[str, np.ndarray]:
@@ -323,13 +348,15 @@ def _record(
     detector,
     resampled,
     fitted,
+    tuned,
     scores,
     fit_seconds,
     scores_path,
     model_path,
 ) -> dict[str, Any]:
     """The fit's record: its amount, metrics on the test rows (the threshold
-    chosen on the validation rows), validation AUPRC, the detector's make."""
+    chosen on the validation rows), validation AUPRC, the detector's make (and,
+    tuned, the settings its search chose)."""
     from sklearn.metrics import average_precision_score
 
     from pipeline.detector.model import feature_importance
@@ -403,6 +430,12 @@ def _record(
     }
     if not method.built_in:
         record["plugin"] = method.source
+    if tuned is not None:
+        record["tuned"] = {
+            "params": tuned.params,
+            "trials": tuned.trials,
+            "untuned_validation_auprc": tuned.untuned_validation_auprc,
+        }
     # Every key has its owner (FitRecord): one misspelt or untyped fails here.
     FitRecord.model_validate(record)
     logger.info(

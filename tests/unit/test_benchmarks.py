@@ -381,3 +381,67 @@ def test_serving_benchmark_measures_a_registered_version(
     assert targets["in_process_p99_met"] == (
         result["in_process"]["scores"]["one_row"]["p99_ms"] <= 20.0
     )
+
+
+def test_the_correlation_benchmark_estimates_rho_from_independent_runs(tmp_path):
+    """Runs' per-split differences become each pair's ICC with its bounds, beside
+    the heuristic's rho of the same runs; the Kaggle file is cut into disjoint
+    stratified subsamples."""
+    import numpy as np
+
+    from benchmarks.correlation import _estimate, _kaggle
+    from pipeline.evaluation.statistics import split_correlation
+
+    rng = np.random.default_rng(0)
+    runs = []
+    for k in range(6):
+        own = rng.normal(0, 0.01)  # the data set's own difference
+        results = []
+        for split in range(4):
+            for m, shift in (
+                ("none", 0.0),
+                ("class_weight", -0.01 + own),
+                ("random_over", 0.0),
+                ("smote", 0.002),
+            ):
+                results.append(
+                    {
+                        "method": m,
+                        "split": split,
+                        "n_train": 600,
+                        "n_test": 200,
+                        "n_test_frauds": 20,
+                        "auprc": 0.8 + shift + rng.normal(0, 0.01),
+                    }
+                )
+        runs.append(
+            {
+                "data": {
+                    "path": f"t{k}.parquet",
+                    "rows": 1000,
+                    "frauds": 100,
+                    "demo": True,
+                },
+                "results": results,
+            }
+        )
+    cell = _estimate(runs)
+    assert cell["heuristic_rho"] == pytest.approx(0.25)
+    weights = cell["pairs"]["class_weight_vs_none"]
+    diffs = [d["diffs"]["class_weight"] for d in cell["per_dataset"]]
+    assert weights["rho"] == pytest.approx(split_correlation(diffs)["rho"], abs=1e-4)
+    assert cell["upper95"] == max(p["upper95"] for p in cell["pairs"].values())
+    assert weights["n_datasets"] == 6 and weights["n_splits"] == 4
+
+    source = tmp_path / "creditcard.csv"
+    y = np.r_[np.ones(8, int), np.zeros(40, int)]
+    rows = "\n".join(f'{i},{i * 0.5},"{v}"' for i, v in enumerate(y))
+    source.write_text('"Time","V1","Class"\n' + rows + "\n")
+    parts = _kaggle(tmp_path / "work", 4, source, seed=0)
+    import pandas as pd
+
+    frames = [pd.read_csv(p) for p, schema in parts]
+    assert all(schema == "kaggle" for _, schema in parts)
+    assert sorted(pd.concat(frames)["Time"]) == list(range(48))  # disjoint, whole
+    assert [int(f["Class"].sum()) for f in frames] == [2, 2, 2, 2]  # stratified
+    assert all(f["Time"].is_monotonic_increasing for f in frames)  # file order

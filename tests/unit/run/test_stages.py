@@ -82,6 +82,37 @@ def test_a_fit_scores_every_validation_and_test_row_of_its_split(prepared, metho
     forget_answers()
 
 
+def test_a_tuned_fit_records_the_settings_its_search_chose(prepared):
+    inputs = SplitInputs(
+        prepared["frame_path"],
+        prepared["splits_path"],
+        prepared["transformer_paths"][0],
+        0,
+    )
+    config = load_config(
+        "smoke",
+        overrides={
+            **FAST,
+            "detector": {"n_estimators": 30, "tune": True, "tune_trials": 3},
+        },
+    )
+    scores_path = prepared["root"] / "run" / "scores" / "class_weight-tuned-0.parquet"
+    scores_path.parent.mkdir(exist_ok=True)
+    (record,) = stage_fit_detector(
+        inputs,
+        "class_weight",
+        config,
+        sampler_seed=1,
+        detector_seed=2,
+        scores_path=scores_path,
+    )["grid"]
+    tuned = record["tuned"]
+    assert tuned["trials"] == 3 and "scale_pos_weight" in tuned["params"]
+    assert record["validation_auprc"] >= tuned["untuned_validation_auprc"] - 1e-12
+    assert record["scale_pos_weight"] == tuned["params"]["scale_pos_weight"]
+    forget_answers()
+
+
 def test_a_failed_fidelity_stage_is_said_and_costs_nothing_else(prepared, monkeypatch):
     """What failed a 22M-row run's fidelity stage: the split's fidelity says why,
     and the run's summary carries it."""
