@@ -15,9 +15,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def write_result(result: dict[str, Any], name: str, out: str | Path | None) -> Path:
     """Write ``result`` as JSON to ``out`` (default ``results/NAME-DATE.json``,
-    today's UTC date) and print it."""
+    today's UTC date) atomically, and print it."""
+    from pipeline.core.artifacts import save_text
+
     path = Path(out) if out else RESULTS / f"{name}-{datetime.now(UTC):%Y-%m-%d}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    save_text(path, text + "\n")
+    print(text)
     return path

@@ -49,8 +49,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import write_result
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 KAGGLE_FILE = ROOT / "data" / "raw" / "creditcard.csv"
 METHODS = ("none", "class_weight", "random_over", "smote")
 REFERENCE = "none"
@@ -243,8 +244,6 @@ def _r(value: Any, digits: int = 4) -> Any:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from pipeline.core.artifacts import save_text
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--kinds",
@@ -360,14 +359,7 @@ def main(argv: list[str] | None = None) -> dict:
         "metric": "auprc",
         "cells": cells,
     }
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    out = (
-        Path(args.out)
-        if args.out
-        else RESULTS / f"correlation-{datetime.now(UTC):%Y-%m-%d}.json"
-    )
-    save_text(out, text + "\n")
-    print(text)
+    write_result(result, "correlation", args.out)
     return result
 
 

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks import write_result
 
 
 def _r(value: Any, digits: int = 4) -> Any:
@@ -152,8 +152,6 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from pipeline.core.artifacts import save_text
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "runs", nargs="+", help="LABEL=path/to/metrics.json (LABEL names the run)"
@@ -176,14 +174,7 @@ def main(argv: list[str] | None = None) -> dict:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "runs": runs,
     }
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    out = (
-        Path(args.out)
-        if args.out
-        else RESULTS / f"verdicts-{datetime.now(UTC):%Y-%m-%d}.json"
-    )
-    save_text(out, text + "\n")  # atomically
-    print(text)
+    write_result(result, "verdicts", args.out)
     return result
 
 
