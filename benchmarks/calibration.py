@@ -471,6 +471,105 @@ def summarise_trials(
     return rows
 
 
+RUN_DESIGN_SPLITS = {"random": (3, 10), "rolling": (3,)}
+"""The designs' numbers of splits: the default profile's 3 and the full one's
+10 random splits (a 10-split run's first 3 are exactly the default's), and the
+default's 3 folds."""
+
+
+def summarise_run_design(correlation: dict, rope: float) -> list[dict]:
+    """Calibration in the run's own design, from the correlation benchmark's
+    runs (``correlation``: its result; each cell's independent data sets run by
+    ``fraudaug run`` with the same seeds for both methods of a split, the
+    pipeline's detector, real methods against ``none``).
+
+    A pair's true difference is the mean over every data set of the cell (its
+    standard error from the spread of the data sets' means); it lies
+    ``inside`` the ROPE, ``beyond`` it, or ``near`` it (within two standard
+    errors of its edge: no claim is counted right or wrong there). Each data
+    set's verdict at the design's numbers of splits (:data:`RUN_DESIGN_SPLITS`)
+    and under each setting of rho (the measured one,
+    :data:`pipeline.evaluation.correlation.MEASURED`, and Nadeau & Bengio's):
+    how often it says better, equivalent, worse or undecided, and its false
+    claims — better or worse where the truth is inside the ROPE, equivalent or
+    the wrong direction where it is beyond."""
+    from pipeline.evaluation.correlation import MEASURED
+    from pipeline.evaluation.statistics import decide, posterior, rope_probabilities
+
+    rows = []
+    for cell in correlation["cells"]:
+        mode = "stratified" if cell["design"] == "random" else "rolling"
+        rhos = {"nadeau_bengio": cell["heuristic_rho"]}
+        if mode in MEASURED:
+            rhos["measured"] = MEASURED[mode].upper95
+        for pair in cell["pairs"]:
+            method = pair.split("_vs_")[0]
+            values = [d["diffs"][method] for d in cell["per_dataset"]]
+            means = np.mean(values, axis=1)
+            truth, se = (
+                float(means.mean()),
+                float(means.std(ddof=1) / np.sqrt(len(means))),
+            )
+            if abs(truth) + 2 * se < rope:
+                zone = "inside"
+            elif abs(truth) - 2 * se > rope:
+                zone = "beyond"
+            else:
+                zone = "near"
+            for j in RUN_DESIGN_SPLITS[cell["design"]]:
+                if j > len(values[0]):
+                    continue
+                for setting, rho in rhos.items():
+                    outcomes = [
+                        decide(rope_probabilities(*posterior(v[:j], rho), rope))
+                        for v in values
+                    ]
+                    if zone == "inside":
+                        false = [o in ("better", "worse") for o in outcomes]
+                    elif zone == "beyond":
+                        right = "better" if truth > 0 else "worse"
+                        false = [o not in (right, "undecided") for o in outcomes]
+                    else:
+                        false = []
+                    rows.append(
+                        {
+                            "kind": cell["kind"],
+                            "design": cell["design"],
+                            "pair": pair,
+                            "n_splits": j,
+                            "rho_setting": setting,
+                            "rho": round(float(rho), 4),
+                            "true_difference": round(truth, 4),
+                            "true_difference_se": round(se, 4),
+                            "zone": zone,
+                            "datasets": len(outcomes),
+                            **{
+                                k: outcomes.count(k)
+                                for k in ("better", "equivalent", "worse", "undecided")
+                            },
+                            "false_claims": _rate(false) if false else None,
+                        }
+                    )
+    return rows
+
+
+def calibrate_runs(path: str | Path, rope: float, out: str | None) -> dict:
+    """``--runs``: :func:`summarise_run_design` of a correlation result file,
+    written to ``calibration-runs-<date>.json``."""
+    from benchmarks import write_result
+
+    correlation = json.loads(Path(path).read_text())
+    result = {
+        "benchmark": "calibration-runs",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "from": os.path.basename(str(path)),
+        "rope": rope,
+        "rows": summarise_run_design(correlation, rope),
+    }
+    write_result(result, "calibration-runs", out)
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     from pipeline.core.artifacts import save_text
 
@@ -516,7 +615,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", default=None, help="default: benchmarks/results/")
+    parser.add_argument(
+        "--runs",
+        default=None,
+        help="a correlation benchmark's result (benchmarks/results/correlation-"
+        "*.json): calibrate the verdict in the run's own design on its independent "
+        "runs instead, at --rope",
+    )
+    parser.add_argument(
+        "--rope", type=float, default=None, help="--runs: default evaluation.rope's"
+    )
     args = parser.parse_args(argv)
+    if args.runs:
+        from pipeline.core.config import RopeConfig
+
+        rope = args.rope if args.rope is not None else RopeConfig().auprc
+        return calibrate_runs(args.runs, rope, args.out)
 
     started = time.perf_counter()
     jobs = [

@@ -445,3 +445,42 @@ def test_the_correlation_benchmark_estimates_rho_from_independent_runs(tmp_path)
     assert sorted(pd.concat(frames)["Time"]) == list(range(48))  # disjoint, whole
     assert [int(f["Class"].sum()) for f in frames] == [2, 2, 2, 2]  # stratified
     assert all(f["Time"].is_monotonic_increasing for f in frames)  # file order
+
+
+def test_calibration_in_the_run_design_counts_false_claims_by_the_truths_zone():
+    """From a correlation result's independent runs: a pair whose true difference
+    is inside the ROPE has its better/worse claims counted false, one beyond it
+    its equivalent claims; each design's numbers of splits, each rho setting."""
+    import numpy as np
+
+    from benchmarks.calibration import summarise_run_design
+
+    rng = np.random.default_rng(0)
+    per_dataset = [
+        {
+            "diffs": {
+                "flat": list(rng.normal(0.0, 0.01, 10)),
+                "loss": list(rng.normal(-0.06, 0.01, 10)),
+            }
+        }
+        for _ in range(12)
+    ]
+    cell = {
+        "kind": "transactions",
+        "design": "random",
+        "heuristic_rho": 0.25,
+        "pairs": {"flat_vs_none": {}, "loss_vs_none": {}},
+        "per_dataset": per_dataset,
+    }
+    rows = summarise_run_design({"cells": [cell]}, rope=0.02)
+    by = {(r["pair"], r["n_splits"], r["rho_setting"]): r for r in rows}
+    flat = by[("flat_vs_none", 10, "nadeau_bengio")]
+    assert flat["zone"] == "inside" and flat["datasets"] == 12
+    claims = flat["better"] + flat["worse"]
+    assert flat["false_claims"]["rate"] == pytest.approx(claims / 12)
+    loss = by[("loss_vs_none", 10, "nadeau_bengio")]
+    assert loss["zone"] == "beyond" and loss["worse"] > 0
+    assert loss["false_claims"]["rate"] == pytest.approx(
+        (loss["equivalent"] + loss["better"]) / 12
+    )
+    assert {r["n_splits"] for r in rows} == {3, 10}
