@@ -489,6 +489,7 @@ def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"
     splits, summarised and compared as a run does."""
     from pipeline.evaluation.comparison import compare_methods
     from pipeline.evaluation.metrics import summarise
+    from pipeline.evaluation.selection import choose_challenger
 
     results = []
     for split in (0, 1, 2):
@@ -547,6 +548,9 @@ def demo_metrics(path="data/x.csv", demo=False, run_id="20260101T000000Z-abc123"
         "results": results,
         "summary": summarise(results),
         "comparison": compare_methods(results, ROLES, rope=0.01),
+        "selection": choose_challenger(
+            results, {"none": 0, "smote": 4, "cwgan_gp": 5}, "auprc", 0.01
+        ).to_json(),
         "amount_choice": {"rule": "per_split", "methods": {}},
         "gan": {"splits": []},
         "fidelity": {},
@@ -613,6 +617,7 @@ def ten_nights() -> list[dict]:
         }
         if night == 7:
             m.update(kind=MONITOR_KIND, status="no_new_data", summary=[], methods=[])
+            del m["selection"]
         nights.append(m)
     return nights
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from pipeline.data.partitions import nothing_new
 from pipeline.evaluation.amounts import failed_methods, failures_line
-from pipeline.evaluation.metrics import best_method
 from pipeline.evaluation.records import RunMetrics, as_metrics
 
 RESOURCE_PREFIX = "fraudaug.run"
@@ -45,8 +44,8 @@ RUN_COMPLETED = EventKind(
     "every run that finishes (also with failed methods)",
     "fraudaug run {{ event.payload.run_id }}: {{ event.payload.status }}",
     "{{ event.payload.headline }}\n"
-    "best: {{ event.payload.best_method }} {{ event.payload.metric }} "
-    "{{ event.payload.best_value }}\n"
+    "challenger (chosen on validation rows): {{ event.payload.challenger }} "
+    "{{ event.payload.metric }} {{ event.payload.challenger_value }}\n"
     "{{ event.payload.rows }} rows, {{ event.payload.frauds }} frauds; "
     "report: {{ event.payload.report }}",
     alert=False,
@@ -311,7 +310,8 @@ def resource(run_id: str) -> dict[str, str]:
 
 def _completed(m: RunMetrics, report: str | None) -> dict[str, Any]:
     metric = m.primary_metric or "auprc"
-    best = best_method(m.summary or [], metric)
+    challenger = m.selection.chosen if m.selection else None
+    means = {s.method: getattr(s, f"{metric}_mean") for s in m.summary or []}
     failed = sorted({f.method for f in m.failures or []})
     comparison = m.comparison
     decision = comparison.decision if comparison is not None else None
@@ -320,8 +320,8 @@ def _completed(m: RunMetrics, report: str | None) -> dict[str, Any]:
         "headline": comparison.headline if comparison is not None else None,
         "decision": decision.to_json() if decision is not None else None,
         "metric": metric,
-        "best_method": best[0] if best else None,
-        "best_value": _round(best[1]) if best else None,
+        "challenger": challenger,
+        "challenger_value": _round(means.get(challenger)) if challenger else None,
         "rows": m.data.rows,
         "frauds": m.data.frauds,
         "failed_methods": failed,

@@ -10,7 +10,6 @@ from typing import Any
 from markupsafe import Markup
 
 from pipeline.core.errors import ArtifactError
-from pipeline.evaluation.metrics import best_method
 from pipeline.evaluation.records import as_metrics
 from pipeline.report import charts
 from pipeline.report.render import templates
@@ -25,10 +24,11 @@ def _date(run_id: str) -> str:
 
 def night_figures(run: dict[str, Any]) -> dict[str, Any]:
     """What the morning page shows of one run (a ``metrics.json``, read as its
-    model): its best method, the decision its headline states (the GAN against
-    ``none``), the champion on the newest data, drift's largest PSI, the rows and
-    frauds that arrived (a partitioned source's new and changed partitions; a
-    single file: all of it), and its alerts — the events ``fraudaug alerts``
+    model): its challenger (chosen on validation rows) and its test mean, the
+    decision its headline states (the GAN against ``none``), the champion on the
+    newest data, drift's largest PSI, the rows and frauds that arrived (a
+    partitioned source's new and changed partitions; a single file: all of it),
+    and its alerts — the events ``fraudaug alerts``
     notifies on by default (:mod:`pipeline.report.alerts`). A night whose
     ``metrics.json`` no model reads (written by a much older fraudaug) shows its
     run and status only."""
@@ -44,7 +44,7 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
         for s in m.summary
         if getattr(s, f"{primary}_mean") is not None
     }
-    best = (best_method(m.summary, primary) or (None,))[0]
+    challenger = m.selection.chosen if m.selection else None
     mon = m.monitoring
     scored = mon is not None and mon.status == "scored"
     now = (mon.now or {}) if scored else {}
@@ -63,8 +63,8 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
     decision = m.comparison.decision if m.comparison else None
     return {
         "primary": primary,
-        "best": best,
-        "best_value": means.get(best) if best else None,
+        "challenger": challenger,
+        "challenger_value": means.get(challenger) if challenger else None,
         "decision": decision.to_json() if decision is not None else None,
         "means": means,
         "champion": now.get(mon.metric or primary) if scored else None,
@@ -80,8 +80,8 @@ def night_figures(run: dict[str, Any]) -> dict[str, Any]:
 
 
 _UNREAD = {
-    "best": None,
-    "best_value": None,
+    "challenger": None,
+    "challenger_value": None,
     "decision": None,
     "means": {},
     "champion": None,

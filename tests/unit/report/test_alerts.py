@@ -45,6 +45,17 @@ HEALTHY = {
         {"method": "smote", "auprc_mean": 0.8512},
         {"method": "cwgan_gp", "auprc_mean": 0.8377},
     ],
+    # The challenger chosen on validation rows (not the best test mean, smote's).
+    "selection": {
+        "metric": "auprc",
+        "on": "validation",
+        "rope": 0.02,
+        "candidates": [],
+        "simplest": "none",
+        "chosen": "none",
+        "equivalents": ["smote", "cwgan_gp"],
+        "reason": "none: the simplest method of the run; …",
+    },
     "data": {"rows": 284807, "frauds": 492},
     "failures": [],
     "registry": {
@@ -90,8 +101,8 @@ def test_a_healthy_run_emits_only_that_it_completed_with_its_figures():
         "headline": HEALTHY["comparison"]["headline"],
         "decision": HEALTHY["comparison"]["decision"],
         "metric": "auprc",
-        "best_method": "smote",
-        "best_value": 0.8512,
+        "challenger": "none",
+        "challenger_value": 0.8403,
         "rows": 284807,
         "frauds": 492,
         "failed_methods": [],
@@ -176,9 +187,9 @@ def test_no_new_data_means_nothing_new_or_changed_since_a_previous_run(
 def test_without_a_registry_or_monitoring_a_run_still_completes():
     m = copy.deepcopy(HEALTHY)
     del m["registry"], m["monitoring"]
-    m["summary"] = []
+    m["summary"], m["selection"] = [], None
     (event,) = run_events(m)
-    assert event.related == [] and event.payload["best_method"] is None
+    assert event.related == [] and event.payload["challenger"] is None
 
 
 def test_every_notification_renders_from_its_payload():
@@ -209,7 +220,10 @@ def test_every_notification_renders_from_its_payload():
     assert "0.0812" in rendered[CHAMPION_DEGRADED.name]
     assert "AUPRC 0.8300" in rendered[CHAMPION_DEGRADED.name]
     assert "largest PSI 0.41" in rendered[DRIFT_DETECTED.name]
-    assert "best: smote auprc 0.8512" in rendered[RUN_COMPLETED.name]
+    assert (
+        "challenger (chosen on validation rows): none auprc 0.8403"
+        in rendered[RUN_COMPLETED.name]
+    )
     assert "no new data since run p" in rendered[NO_NEW_DATA.name]
     failed = alerts.RUN_FAILED
     text = env.from_string(failed.subject + failed.body).render(

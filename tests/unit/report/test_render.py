@@ -214,7 +214,9 @@ def test_the_morning_page_shows_each_night_and_marks_its_alerts():
     # What arrived each night: its new partition (nothing on the quiet night).
     assert [f["rows"] for f in figures[6:9]] == [146_000, 0, 148_000]
     assert figures[0]["rows"] == nights[0]["data"]["rows"]  # first night: the table
-    assert figures[7]["best"] is None and figures[3]["best"] == "smote"
+    # The challenger each night chose on validation rows (smote beats none's
+    # validation mean by more than the ROPE there); none on the quiet night.
+    assert figures[7]["challenger"] is None and figures[3]["challenger"] == "smote"
     html = render_index(list(reversed(nights)))
     assert html.count('class="alert-mark"') == 2 * 5  # two nights, five charts
     assert html.count('<tr class="alerted">') == 2
