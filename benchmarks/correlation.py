@@ -276,9 +276,9 @@ def main(argv: list[str] | None = None) -> dict:
         "--rolling-table",
         type=int,
         nargs=2,
-        default=[98_000, 49],
+        default=[100_000, 50],
         metavar=("ROWS", "DAYS"),
-        help="the same for folds (default 98,000 over 49 days: three folds of the "
+        help="the same for folds (default 100,000 over 50 days: three folds of the "
         "default windows)",
     )
     parser.add_argument(

@@ -4,7 +4,7 @@ Reads runs' ``metrics.json`` (any schema version: only their per-split
 ``results`` and configuration are used) and states each run's comparison under
 today's statistics (:func:`pipeline.evaluation.comparison.compare_methods`: the
 corrected resampled t at today's default rho, the measured one, with the
-question's decision at the conservative rho beside it, Holm, the correlated
+question's decision at Nadeau & Bengio's heuristic rho beside it, Holm, the correlated
 Bayesian t-test at today's default ROPE of the run's primary metric, or
 ``--rope``) and today's choice of challenger on validation rows
 (:func:`pipeline.evaluation.selection.choose_challenger`) beside what the run
@@ -42,7 +42,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
     """One run's comparison under today's statistics beside what it said."""
     from pipeline.core.config import RopeConfig
     from pipeline.evaluation.comparison import compare_methods
-    from pipeline.evaluation.correlation import CONSERVATIVE, resolve_rho
+    from pipeline.evaluation.correlation import HEURISTIC, resolve_rho
     from pipeline.evaluation.metrics import METRICS, summarise
     from pipeline.evaluation.selection import choose_challenger
     from pipeline.evaluation.statistics import t_interval
@@ -64,7 +64,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         unit="fold" if mode == "rolling" else "split",
         rho=rho,
         rho_source=rho_source,
-        conservative_rho=resolve_rho(CONSERVATIVE, results, mode)[0],
+        heuristic_rho=resolve_rho(HEURISTIC, results, mode)[0],
     )
     selection = choose_challenger(
         results,
@@ -133,8 +133,8 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         "metric": metric,
         "rho": _r(now["rho"]),
         "rho_source": now["rho_source"],
-        "rho_conservative": _r((now["conservative"] or {}).get("rho")),
-        "question_conservative": (now["conservative"] or {})
+        "rho_heuristic": _r((now["heuristic"] or {}).get("rho")),
+        "question_heuristic": (now["heuristic"] or {})
         .get("decision", {})
         .get("decision"),
         "rope": rope,

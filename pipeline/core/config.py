@@ -407,8 +407,8 @@ class EvaluationConfig(_Section):
         description="The correlation rho of the splits' differences that the "
         "comparison corrects for: measured (the upper 95 % bound measured on "
         "independent tables for the run's split design, benchmarks/correlation.py), "
-        "nadeau_bengio (test rows / (training + test rows): the conservative "
-        "setting), or a number in [0, 1).",
+        "nadeau_bengio (test rows / (training + test rows): the heuristic it "
+        "replaces), or a number in [0, 1).",
     )
 
     def primary_rope(self) -> float:

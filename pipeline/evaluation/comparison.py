@@ -363,7 +363,7 @@ def compare_methods(
     unit: str = "split",
     rho: float | None = None,
     rho_source: str | None = None,
-    conservative_rho: float | None = None,
+    heuristic_rho: float | None = None,
 ) -> dict:
     """Paired comparisons of every method with the reference (no resampling) and
     of the methods outside the SMOTE family with its best member (chosen on
@@ -396,13 +396,13 @@ def compare_methods(
         (:func:`pipeline.evaluation.correlation.resolve_rho`; ``rho_source``
         says where it comes from); by default Nadeau & Bengio's heuristic
         (:func:`~pipeline.evaluation.metrics.split_rho`).
-    conservative_rho : float, optional
-        The conservative setting's ``rho``: where the question's decision
-        differs under it, the headline says so and ``conservative`` records it.
+    heuristic_rho : float, optional
+        Nadeau & Bengio's heuristic ``rho``: where the question's decision
+        differs under it, the headline says so; ``heuristic`` records it.
 
     Returns
     -------
-    dict with ``metric``, ``rope``, ``rho``, ``rho_source``, ``conservative``,
+    dict with ``metric``, ``rope``, ``rho``, ``rho_source``, ``heuristic``,
     ``reference`` and ``question``
     (the roles' names), ``best_smote_family`` and ``baseline_choice`` (how it
     was chosen), ``comparisons`` (list, :func:`paired_difference`: every method
@@ -456,19 +456,19 @@ def compare_methods(
     }
     focus = against_reference.get(question)
     decided = focus is not None and focus["p_better"] is not None
-    conservative = None
-    if decided and conservative_rho is not None and conservative_rho != rho:
+    heuristic = None
+    if decided and heuristic_rho is not None and heuristic_rho != rho:
         cautious = paired_difference(
             results,
             question,
             reference,
             metric,
-            rho=conservative_rho,
+            rho=heuristic_rho,
             rope=rope,
             unit=unit,
         )
-        conservative = {
-            "rho": conservative_rho,
+        heuristic = {
+            "rho": heuristic_rho,
             "differs": cautious["decision"] != focus["decision"],
             "decision": headline_decision(cautious),
             "sentence": _question_sentence(cautious, f"no resampling ({reference})"),
@@ -478,7 +478,7 @@ def compare_methods(
         "rope": rope,
         "rho": rho,
         "rho_source": rho_source,
-        "conservative": conservative,
+        "heuristic": heuristic,
         "reference": reference,
         "question": question,
         "best_smote_family": best,
@@ -495,9 +495,9 @@ def compare_methods(
             metric,
         )
         + (
-            f" At the conservative ρ = {conservative['rho']:.2f} (Nadeau & Bengio) "
-            f"it would read: {conservative['sentence']}"
-            if conservative and conservative["differs"]
+            f" At Nadeau & Bengio's heuristic ρ = {heuristic['rho']:.2f} it would "
+            f"read: {heuristic['sentence']}"
+            if heuristic and heuristic["differs"]
             else ""
         ),
     }

@@ -328,9 +328,9 @@ class ChallengerChoice(Record):
     reason: str
 
 
-class ConservativeDecision(Record):
-    """The question's decision at the conservative rho (Nadeau & Bengio's
-    heuristic), beside the default's."""
+class HeuristicDecision(Record):
+    """The question's decision at Nadeau & Bengio's heuristic rho, beside the
+    decision at the run's own rho: how much the answer rests on rho."""
 
     rho: float
     differs: bool = Field(description="It decides otherwise than the default.")
@@ -349,7 +349,7 @@ class Comparison(Record):
     rho_source: str | None = Field(
         None, description="Where rho comes from (evaluation.correlation)."
     )
-    conservative: ConservativeDecision | None = None
+    heuristic: HeuristicDecision | None = None
     reference: str | None = Field(
         None, description="The method every method is set against."
     )

@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.core.config import PipelineConfig
 from pipeline.data.schema import TableSchema
 from pipeline.evaluation.comparison import compare_methods, random_split_reference
-from pipeline.evaluation.correlation import CONSERVATIVE, resolve_rho
+from pipeline.evaluation.correlation import HEURISTIC, resolve_rho
 from pipeline.evaluation.fidelity import summarise_fidelity
 from pipeline.evaluation.metrics import summarise
 from pipeline.evaluation.selection import choose_challenger
@@ -172,7 +172,7 @@ def build_metrics(
             unit="fold" if config.split.mode == "rolling" else "split",
             rho=rho,
             rho_source=rho_source,
-            conservative_rho=resolve_rho(CONSERVATIVE, fits, config.split.mode)[0],
+            heuristic_rho=resolve_rho(HEURISTIC, fits, config.split.mode)[0],
         ),
         "selection": selection.to_json() if selection is not None else None,
         "precision_top_k": summarise_top_k(

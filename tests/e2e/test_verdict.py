@@ -71,8 +71,18 @@ def test_every_comparison_recomputes_from_its_differences_rho_and_rope(three_spl
     metrics, _, _ = three_splits
     comparison = metrics["comparison"]
     assert metrics["schema_version"] == 2
-    # A 60/20/20 split: test rows / (training + test rows) of the split.
-    assert comparison["rho"] == pytest.approx(0.25, abs=0.002)
+    # rho: the measured one for random splits (evaluation.correlation's default),
+    # with the question's decision at the heuristic's rho (a 60/20/20 split:
+    # test rows / (training + test rows)) beside it.
+    from pipeline.evaluation.correlation import MEASURED
+
+    assert comparison["rho"] == MEASURED["stratified"].upper95
+    assert comparison["rho_source"] == MEASURED["stratified"].source
+    heuristic = comparison["heuristic"]
+    assert heuristic["rho"] == pytest.approx(0.25, abs=0.002)
+    assert heuristic["differs"] == (
+        heuristic["decision"]["decision"] != comparison["decision"]["decision"]
+    )
     assert comparison["rope"] == metrics["config"]["evaluation"]["rope"]["auprc"]
     pairs = {(c["method"], c["baseline"]) for c in comparison["comparisons"]}
     assert {("smote", "none"), ("cwgan_gp", "none"), ("cwgan_gp", "smote")} <= pairs
@@ -83,8 +93,9 @@ def test_every_comparison_recomputes_from_its_differences_rho_and_rope(three_spl
         assert low < c["ci95_plain"][0] and c["ci95_plain"][1] < high
     recompute_comparisons(comparison["comparisons"])
     # The per-method intervals are corrected too.
+    # A method's own mean keeps the heuristic (rho is measured for differences).
     for s in metrics["summary"]:
-        assert s["rho"] == comparison["rho"] and s["auprc_ci95"] is not None
+        assert s["rho"] == heuristic["rho"] and s["auprc_ci95"] is not None
 
 
 def test_the_headline_decides_or_says_what_it_cannot(three_splits):
@@ -105,7 +116,8 @@ def test_the_headline_decides_or_says_what_it_cannot(three_splits):
     html = (run_dir / "report.html").read_text()
     assert f"exceeds about {decision['smallest_better']:+.3f} AUPRC" in html
     assert "P(worse / equivalent / better than none)" in html  # the chart
-    assert 'id="statistics-note"' in html and "ρ = 0.25" in html
+    assert 'id="statistics-note"' in html
+    assert f"ρ = {metrics['comparison']['rho']:.3f}" in html
     assert f'data-decision="{decision["decision"]}"' in html
     index = (run_dir.parent / "index.html").read_text()
     assert f"cwgan_gp vs none: {decision['decision']}" in index

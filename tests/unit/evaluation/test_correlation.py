@@ -1,5 +1,5 @@
 """Which rho a run's comparison corrects for (evaluation.correlation), and the
-conservative setting's decision shown beside the default's where they differ."""
+heuristic's decision shown beside the default's where they differ."""
 
 import pytest
 
@@ -24,7 +24,7 @@ def test_the_setting_names_rho_and_says_where_it_comes_from():
     assert correlation.resolve_rho("measured", results, "temporal")[0] == 0.25
 
 
-def test_the_conservative_decision_is_shown_where_it_differs():
+def test_the_heuristics_decision_is_shown_where_it_differs():
     """Differences inside the ROPE whose spread a small rho calls equivalent and
     the heuristic's 0.25 leaves undecided."""
     diffs = [0.009, -0.006, 0.0135, -0.0015, 0.006, 0.0, 0.0105, -0.0045, 0.0075, 0.003]
@@ -35,17 +35,16 @@ def test_the_conservative_decision_is_shown_where_it_differs():
         rope=0.01,
         rho=0.02,
         rho_source="measured",
-        conservative_rho=0.25,
+        heuristic_rho=0.25,
     )
     recompute_comparisons(small["comparisons"])
     assert small["rho"] == 0.02 and small["rho_source"] == "measured"
     assert small["decision"]["decision"] == "equivalent"
-    conservative = small["conservative"]
-    assert conservative["rho"] == 0.25 and conservative["differs"]
-    assert conservative["decision"]["decision"] == "undecided"
+    heuristic = small["heuristic"]
+    assert heuristic["rho"] == 0.25 and heuristic["differs"]
+    assert heuristic["decision"]["decision"] == "undecided"
     assert (
-        "At the conservative ρ = 0.25 (Nadeau & Bengio) it would read: "
-        in (small["headline"])
+        "At Nadeau & Bengio's heuristic ρ = 0.25 it would read: " in (small["headline"])
     )
-    same = compare_methods(results, ROLES, rope=0.01, rho=0.25, conservative_rho=0.25)
-    assert same["conservative"] is None and "conservative" not in same["headline"]
+    same = compare_methods(results, ROLES, rope=0.01, rho=0.25, heuristic_rho=0.25)
+    assert same["heuristic"] is None and "heuristic" not in same["headline"]
