@@ -517,11 +517,8 @@ def _headline(
     (``question`` against ``reference``), then the other methods' as a secondary
     count."""
     reference_name = f"no resampling ({reference})"
-    if (
-        focus is not None
-        and focus["p_better"] is None
-        or (focus is None and others and others[0]["p_better"] is None)
-    ):
+    compared = ([focus] if focus is not None else []) + others
+    if compared and compared[0]["p_better"] is None:  # one split: no posterior
         return (
             f"One split only: no method can be compared with {reference_name}; run "
             "the default or full profile for intervals and decisions."
