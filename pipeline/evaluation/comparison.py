@@ -172,9 +172,10 @@ def format_probability(p: float) -> str:
     return f"{p:.2f}"
 
 
-def _what_would_decide(c: dict[str, Any]) -> str:
+def _what_would_decide(c: dict[str, Any], *, headline: bool = False) -> str:
     """What more of the same table would do for an undecided comparison, said
-    no more surely than its splits allow."""
+    no more surely than its splits allow (``headline``: with the reason when
+    too few splits to say)."""
     unit, n = c["unit"], c["n_splits"]
     if unit == "fold":
         low, high = c["next_fold_interval"]
@@ -242,7 +243,7 @@ def decision_words(c: dict[str, Any], *, headline: bool = False) -> str:
     return (
         f"undecided after {c['n_splits']} {c['unit']}s: {better} {fp(c['p_better'])}, "
         f"equivalent {fp(c['p_equivalent'])}, worse {fp(c['p_worse'])} ({rope}) — "
-        + _what_would_decide(c)
+        + _what_would_decide(c, headline=headline)
     )
 
 

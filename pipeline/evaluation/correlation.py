@@ -51,8 +51,8 @@ MEASURED: dict[str, MeasuredRho] = {
         upper95=0.352,
         source="measured: the largest upper 95 % bound of the correlation "
         "benchmark's random-split pairs on independent tables "
-        "(correlation-2026-12-07.json: 12 transactions tables, rho 0.03-0.14; 8 "
-        "disjoint Kaggle subsamples, rho about 0)",
+        "(correlation-2026-12-07.json: 12 transactions tables, ρ 0.03-0.14; 8 "
+        "disjoint Kaggle subsamples, ρ about 0)",
     ),
 }
 """Per split design (``split.mode``), from ``benchmarks/results/correlation-*.json``."""
