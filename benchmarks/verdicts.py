@@ -71,6 +71,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         {m: int(registry.get(m).complexity) for m in {r["method"] for r in results}},
         metric,
         rope,
+        "fold" if mode == "rolling" else "split",
     )
     best_on_test = max(summarise(results), key=lambda s: s[f"{metric}_mean"])
     before = {

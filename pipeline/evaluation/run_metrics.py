@@ -141,8 +141,9 @@ def build_metrics(
     rho, rho_source = resolve_rho(
         config.evaluation.correlation, fits, config.split.mode
     )
+    unit = "fold" if config.split.mode == "rolling" else "split"
     selection = choose_challenger(
-        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope
+        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope, unit
     )
     metrics = {
         "schema_version": SCHEMA_VERSION,
@@ -169,7 +170,7 @@ def build_metrics(
             roles,
             primary,
             rope=rope,
-            unit="fold" if config.split.mode == "rolling" else "split",
+            unit=unit,
             rho=rho,
             rho_source=rho_source,
             heuristic_rho=resolve_rho(HEURISTIC, fits, config.split.mode)[0],

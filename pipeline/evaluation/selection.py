@@ -64,6 +64,7 @@ def choose_challenger(
     complexity: Mapping[str, int],
     metric: str,
     rope: float,
+    unit: str = "split",
 ) -> ChallengerChoice | None:
     """The run's challenger: the simplest method, unless a more complex one's
     mean validation ``metric`` beats every simpler method's by more than
@@ -88,6 +89,8 @@ def choose_challenger(
         ``evaluation.primary_metric``.
     rope : float
         Its region of practical equivalence.
+    unit : {"split", "fold"}
+        What the reason calls the splits.
     """
     validation = _means(results, f"validation_{metric}")
     if not validation:
@@ -133,7 +136,7 @@ def choose_challenger(
             if c.method != chosen.method
             and abs(c.validation_mean - chosen.validation_mean) <= rope
         ],
-        reason=_reason(candidates, simplest, chosen, metric, rope),
+        reason=_reason(candidates, simplest, chosen, metric, rope, unit),
     )
 
 
@@ -143,11 +146,12 @@ def _reason(
     chosen: Candidate,
     metric: str,
     rope: float,
+    unit: str,
 ) -> str:
     """One sentence: why the challenger is the one it is."""
     name = METRIC_LABELS.get(metric, metric)
     splits = max(c.n_splits for c in candidates)
-    over = f"mean validation {name} over {splits} split{'s' if splits != 1 else ''}"
+    over = f"mean validation {name} over {splits} {unit}{'s' if splits != 1 else ''}"
     if len(candidates) == 1:
         return f"{chosen.method}: the only method of the run"
     if chosen.margin is not None:
