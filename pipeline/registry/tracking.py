@@ -125,6 +125,9 @@ def mlflow_client(uri: str):
     # MLflow logs INFO lines of its own on stderr (e.g. creating the sqlite
     # tables); keep its WARNINGs unless the user asked for its level.
     level = os.environ.get("MLFLOW_LOGGING_LEVEL", "WARNING")
+    # Nor its tqdm bars on every artifact download (tqdm comes with optuna), unless
+    # the user turned them on.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from mlflow.tracking import MlflowClient
 
     logging.getLogger("mlflow").setLevel(level.upper())

@@ -305,9 +305,11 @@ def test_ten_nights_show_on_the_morning_page_and_notify_as_expected(
         "gan": {"steps": 60},
         "detector": {"n_estimators": 100},
         "evaluation": {"methods": ["none", "random_under"], "n_bootstrap": 0},
-        # A team's tiny table: a 2-day test window, alerts past a 0.2 drop.
+        # A team's tiny table: a 2-day test window of ~65 frauds, whose AUPRC
+        # moves by up to 0.2 between honest nights (the shuffled night drops by
+        # ~0.4): alerts past a 0.3 drop.
         "split": {**ROLLING_SMOKE, "test_window": "2d"},
-        "registry": {"alert_drop": 0.2},
+        "registry": {"alert_drop": 0.3},
         "data": {"cache_dir": str(tmp_path / "cache")},
     }
     receiver = Receiver()
