@@ -623,7 +623,7 @@ def load_config(
         raise ConfigError(f"invalid config at {where}: {first['msg']}") from exc
 
 
-SEED_STREAMS = ("split", "gan", "sampler", "detector", "rows")
+SEED_STREAMS = ("split", "gan", "sampler", "detector", "rows", "halves")
 """Independent random streams, one seed per split each."""
 
 

@@ -83,22 +83,57 @@ def _search_entry(record: dict) -> dict:
 
 
 def _chosen_positions(
-    grids: dict[int, list[dict]], rule: str, metric: str = "auprc"
+    grids: dict[int, list[dict]], rule: str, metric: str = "auprc", half=None
 ) -> dict[int, int] | None:
     """Grid position chosen on each split, by the validation rows' ``metric``
-    (ties: the smaller amount). ``pooled`` needs the same number of amounts on
-    every split."""
-    key = f"validation_{metric}"
+    (ties: the smaller amount), or by one of their halves' (``half`` 0 or 1).
+    ``pooled`` needs the same number of amounts on every split."""
+
+    def value(record: dict) -> float:
+        if half is None:
+            return record[f"validation_{metric}"]
+        return record["validation_halves"][metric][half]
+
     if rule == "per_split":
         return {
-            split: int(np.argmax([r[key] for r in grid]))
+            split: int(np.argmax([value(r) for r in grid]))
             for split, grid in grids.items()
         }
     lengths = {len(grid) for grid in grids.values()}
     if len(lengths) != 1:
         return None
-    mean = np.mean([[r[key] for r in grid] for grid in grids.values()], axis=0)
+    mean = np.mean([[value(r) for r in grid] for grid in grids.values()], axis=0)
     return dict.fromkeys(grids, int(np.argmax(mean)))
+
+
+def _cross_fitted(
+    grids: dict[int, list[dict]], rule: str
+) -> dict[int, dict[str, float]]:
+    """Per split, per metric its halves measure on every amount of every split:
+    each half's figure at the amount the other half's chose by ``rule`` (the
+    same rule as the amount's own), the two averaged: a figure of rows that did
+    not choose it. Empty without halves."""
+    records = [r for grid in grids.values() for r in grid]
+    if not records or any(not r.get("validation_halves") for r in records):
+        return {}
+    metrics = [
+        m
+        for m in records[0]["validation_halves"]
+        if all(None not in (r["validation_halves"].get(m) or [None]) for r in records)
+    ]
+    out: dict[int, dict[str, float]] = {split: {} for split in grids}
+    for metric in metrics:
+        by = [
+            _chosen_positions(grids, rule, metric, half)
+            or _chosen_positions(grids, "per_split", metric, half)
+            for half in (0, 1)
+        ]
+        for split, grid in grids.items():
+            # the second half at the first's choice, the first at the second's
+            other = grid[by[0][split]]["validation_halves"][metric][1]
+            first = grid[by[1][split]]["validation_halves"][metric][0]
+            out[split][metric] = float((other + first) / 2)
+    return out
 
 
 def choose_amounts(
@@ -123,8 +158,11 @@ def choose_amounts(
     records : list of dict
         One per method and split: the chosen record, with ``amount_search`` (the
         whole grid: ``sampling_strategy``, ``n_added``, ``validation_auprc``,
-        ``test_auprc``, and the precision top-k pair when measured) and
-        ``amount_rule``.
+        ``test_auprc``, and the precision top-k pair when measured),
+        ``amount_rule`` and ``validation_crossfit`` (per metric, the validation
+        figure of the amount the *other* half of the validation rows chose, the
+        halves averaged: what the challenger is chosen by; ``None`` without
+        halves).
     choice : dict
         ``rule``, ``metric``, and per resampling method and rule the test
         ``metric`` mean and sd over splits and the amounts chosen (how steady each
@@ -139,10 +177,12 @@ def choose_amounts(
         positions = _chosen_positions(grids, rule, metric) or _chosen_positions(
             grids, "per_split", metric
         )
+        crossfit = _cross_fitted(grids, rule)
         for split, grid in sorted(grids.items()):
             records.append(
                 {
                     **grid[positions[split]],
+                    "validation_crossfit": crossfit.get(split) or None,
                     "amount_search": [_search_entry(r) for r in grid],
                     "amount_rule": rule,
                 }

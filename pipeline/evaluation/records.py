@@ -85,6 +85,18 @@ class FitRecord(Record):
     n_added: int = Field(description="Training rows the sampler added.")
     validation_auprc: float
     validation_precision_top_k: float | None = None
+    validation_halves: dict[str, list[float]] | None = Field(
+        None,
+        description="Per metric, its figure on each of two stratified halves of the "
+        "validation rows, the same halves for every method of the split (None: a "
+        "class with fewer than two validation rows).",
+    )
+    validation_crossfit: dict[str, float] | None = Field(
+        None,
+        description="Per metric, the halves' mean, each half at the amount the other "
+        "half chose: the validation figure no choice was made on, which the "
+        "challenger and the best SMOTE-family method are chosen by.",
+    )
     auprc: float = Field(description="Test AUPRC (average precision).")
     roc_auc: float
     precision: float
@@ -286,6 +298,11 @@ class BaselineChoice(Record):
 
     metric: str
     on: str = Field(description="The rows it was chosen on: validation.")
+    crossfit: bool = Field(
+        False,
+        description="Cross-fitted: each half of the validation rows at the amount "
+        "the other half chose (False: the plain validation figure).",
+    )
     family: list[str]
     validation_means: dict[str, float]
     chosen: str
@@ -296,7 +313,10 @@ class Candidate(Record):
 
     method: str
     complexity: int = Field(description="Its level: lower is simpler.")
-    validation_mean: float = Field(description="Mean validation figure over splits.")
+    validation_mean: float = Field(
+        description="Mean validation figure over splits (cross-fitted where the "
+        "choice is)."
+    )
     test_mean: float | None = Field(
         None, description="Mean test figure: recorded beside, never used to choose."
     )
@@ -318,6 +338,11 @@ class ChallengerChoice(Record):
 
     metric: str
     on: str = Field(description="The rows it was chosen on: validation.")
+    crossfit: bool = Field(
+        False,
+        description="Cross-fitted: each half of the validation rows at the amount "
+        "the other half chose (False: the plain validation figure).",
+    )
     rope: float
     candidates: list[Candidate] = Field(description="Simplest first.")
     simplest: str

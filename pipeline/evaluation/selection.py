@@ -13,9 +13,18 @@ their nightly cost, for a difference of nothing. Complexity is declared once
 with each method (:class:`pipeline.resampling.method.Complexity`) and passed in
 by name.
 
-The validation figure of a resampling method is the one at its chosen amount,
-itself the best of its amounts on the same rows: a little optimistic, which
-the ROPE a complex method must clear absorbs.
+A resampling method's amount is itself chosen on the validation rows, so its
+figure at that amount is the best of its grid on the same rows: optimistic,
+where validation frauds are few by more than the ROPE a complex method must
+clear (see the docs' verdict page). Both choices therefore read a *cross-fitted* figure
+(:func:`pipeline.evaluation.amounts.choose_amounts`' ``validation_crossfit``):
+the split's validation rows in two stratified halves
+(:func:`validation_halves`, the same for every method), each half scored at
+the amount the other half chose, the two averaged. A method without amounts
+(``none``, ``class_weight``) gets its halves' mean, so every method is judged
+on rows that did not choose it. Records without halves (a class with fewer
+than two validation rows, a run from before) fall back to the plain
+validation figure, for every method alike.
 """
 
 from __future__ import annotations
@@ -27,6 +36,49 @@ import numpy as np
 
 from pipeline.evaluation.metrics import METRIC_LABELS
 from pipeline.evaluation.records import BaselineChoice, Candidate, ChallengerChoice
+
+
+def validation_halves(y: np.ndarray, random_state: int) -> np.ndarray | None:
+    """A split's validation rows in two halves stratified by class, drawn from
+    ``random_state`` (the split's ``halves`` seed: every method of the split
+    gets the same halves): ``True`` for the first. ``None`` when a class has
+    fewer than two rows (a half would have none)."""
+    from sklearn.model_selection import train_test_split
+
+    y = np.asarray(y).astype(int)
+    if len(y) == 0 or np.bincount(y, minlength=2).min() < 2:
+        return None
+    first, _ = train_test_split(
+        np.arange(len(y)), test_size=0.5, stratify=y, random_state=random_state
+    )
+    mask = np.zeros(len(y), dtype=bool)
+    mask[first] = True
+    return mask
+
+
+def _figure(record: dict[str, Any], metric: str, crossfit: bool) -> float | None:
+    if crossfit:
+        return (record.get("validation_crossfit") or {}).get(metric)
+    return record.get(f"validation_{metric}")
+
+
+def _validation_means(
+    results: list[dict[str, Any]], metric: str
+) -> tuple[dict[str, tuple[float, int]], bool]:
+    """Per method (in the results' order), its mean validation ``metric`` over
+    its splits and their number, and whether it is cross-fitted: the
+    cross-fitted figure when every record has one, else the plain one."""
+    crossfit = bool(results) and all(
+        _figure(r, metric, True) is not None
+        for r in results
+        if r.get(f"validation_{metric}") is not None
+    )
+    values: dict[str, list[float]] = {}
+    for r in results:
+        value = _figure(r, metric, crossfit)
+        if value is not None:
+            values.setdefault(r["method"], []).append(float(value))
+    return {m: (float(np.mean(v)), len(v)) for m, v in values.items()}, crossfit
 
 
 def _means(results: list[dict[str, Any]], key: str) -> dict[str, tuple[float, int]]:
@@ -43,9 +95,9 @@ def best_on_validation(
     results: list[dict[str, Any]], names: tuple[str, ...] | list[str], metric: str
 ) -> BaselineChoice | None:
     """Of ``names``, the method with the highest mean validation ``metric`` over
-    its splits (the first in the results' order on a tie); ``None`` when none
-    of them has a validation figure."""
-    means = _means(results, f"validation_{metric}")
+    its splits, cross-fitted where the records allow (the first in the results'
+    order on a tie); ``None`` when none of them has a validation figure."""
+    means, crossfit = _validation_means(results, metric)
     family = [m for m in means if m in names]
     if not family:
         return None
@@ -53,6 +105,7 @@ def best_on_validation(
     return BaselineChoice(
         metric=metric,
         on="validation",
+        crossfit=crossfit,
         family=family,
         validation_means={m: means[m][0] for m in family},
         chosen=chosen,
@@ -92,7 +145,7 @@ def choose_challenger(
     unit : {"split", "fold"}
         What the reason calls the splits.
     """
-    validation = _means(results, f"validation_{metric}")
+    validation, crossfit = _validation_means(results, metric)
     if not validation:
         return None
     test = _means(results, metric)
@@ -126,6 +179,7 @@ def choose_challenger(
     return ChallengerChoice(
         metric=metric,
         on="validation",
+        crossfit=crossfit,
         rope=rope,
         candidates=candidates,
         simplest=simplest.method,
@@ -136,7 +190,7 @@ def choose_challenger(
             if c.method != chosen.method
             and abs(c.validation_mean - chosen.validation_mean) <= rope
         ],
-        reason=_reason(candidates, simplest, chosen, metric, rope, unit),
+        reason=_reason(candidates, simplest, chosen, metric, rope, unit, crossfit),
     )
 
 
@@ -147,11 +201,14 @@ def _reason(
     metric: str,
     rope: float,
     unit: str,
+    crossfit: bool = False,
 ) -> str:
     """One sentence: why the challenger is the one it is."""
     name = METRIC_LABELS.get(metric, metric)
     splits = max(c.n_splits for c in candidates)
     over = f"mean validation {name} over {splits} {unit}{'s' if splits != 1 else ''}"
+    if crossfit:
+        over += " (each half of the rows at the amount the other half chose)"
     if len(candidates) == 1:
         return f"{chosen.method}: the only method of the run"
     if chosen.margin is not None:

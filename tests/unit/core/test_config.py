@@ -50,10 +50,10 @@ def test_fingerprint_changes_with_any_value():
 def test_run_seeds_are_stable_and_independent():
     seeds = run_seeds(0, 3)
     assert seeds == run_seeds(0, 3)
-    assert set(seeds) == {"split", "gan", "sampler", "detector", "rows"}
-    # The rows stream came later: the earlier streams' seeds are as they were
-    # before it (so are every run's figures).
-    assert {k: v for k, v in seeds.items() if k != "rows"} == {
+    assert set(seeds) == {"split", "gan", "sampler", "detector", "rows", "halves"}
+    # The rows and halves streams came later: the earlier streams' seeds are as
+    # they were before them (so are every run's figures).
+    assert {k: v for k, v in seeds.items() if k not in ("rows", "halves")} == {
         "split": [4088532484, 3581274545, 1008912121],
         "gan": [3953331965, 3613627650, 1016617948],
         "sampler": [1961512366, 1663335698, 1902154619],

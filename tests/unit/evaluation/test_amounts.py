@@ -49,3 +49,40 @@ def test_amounts_follow_the_primary_metric():
     assert choice["metric"] == "precision_top_k"
     assert choice["methods"]["smote"]["per_split"]["test_precision_top_k_mean"] == 0.6
     assert by_top_k[0]["amount_search"][1]["validation_precision_top_k"] == 0.6
+
+
+def _with_halves(fit, halves):
+    for record, pair in zip(fit["grid"], halves, strict=True):
+        record["validation_halves"] = {"auprc": list(pair)}
+    return fit
+
+
+def test_each_half_is_scored_at_the_amount_the_other_half_chose():
+    """The figure the challenger is chosen by is cross-fitted: the first half
+    picks the second amount (0.90), where the second half reads 0.60; the
+    second half picks the third (0.75), where the first reads 0.70."""
+    fits = [
+        _with_halves(amount_grid("none", 0, [0.8], [0.8]), [(0.82, 0.78)]),
+        _with_halves(
+            amount_grid("smote", 0, [0.75, 0.80, 0.72], [0.5] * 3),
+            [(0.80, 0.70), (0.90, 0.60), (0.70, 0.75)],
+        ),
+        _with_halves(
+            amount_grid("smote", 1, [0.75, 0.80, 0.72], [0.5] * 3),
+            [(0.80, 0.70), (0.85, 0.60), (0.70, 0.75)],
+        ),
+    ]
+    records, _ = choose_amounts(fits, "per_split")
+    by = {(r["method"], r["split"]): r for r in records}
+    assert by["smote", 0]["n_added"] == 200  # the amount: all validation rows
+    assert by["smote", 0]["validation_crossfit"] == {
+        "auprc": pytest.approx((0.60 + 0.70) / 2)
+    }
+    assert by["none", 0]["validation_crossfit"] == {"auprc": pytest.approx(0.80)}
+    # Pooled: each half's best mean over the splits chooses for both splits.
+    pooled, _ = choose_amounts(fits, "pooled")
+    smote = {r["split"]: r for r in pooled if r["method"] == "smote"}
+    assert smote[1]["validation_crossfit"]["auprc"] == pytest.approx(0.65)
+    # A grid without halves (a class with one validation row): no figure.
+    plain, _ = choose_amounts([amount_grid("smote", 0, [0.8, 0.9], [0.5, 0.5])])
+    assert plain[0]["validation_crossfit"] is None

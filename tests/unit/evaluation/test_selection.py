@@ -2,6 +2,7 @@
 method unless a more complex one earns its place) and the best SMOTE-family
 baseline."""
 
+import numpy as np
 import pytest
 
 from pipeline.evaluation.selection import best_on_validation, choose_challenger
@@ -120,3 +121,95 @@ def test_the_best_baseline_is_the_familys_best_on_validation():
         "adasyn": pytest.approx(0.82),
     }
     assert best_on_validation(fits, ("smote_enn",), "auprc") is None
+
+
+def _simulated_split(rng, split, n_amounts=6):
+    """One split's validation rows (40 frauds in 2,000) and the scores of
+    `none` and of a sampler whose amounts change nothing but the noise: the
+    same signal, a fresh draw of noise at each amount."""
+    from sklearn.metrics import average_precision_score
+
+    from pipeline.evaluation.selection import validation_halves
+
+    y = np.zeros(2000, dtype=int)
+    y[:40] = 1
+    signal = 1.2 * y + rng.normal(size=len(y))
+    first = validation_halves(y, random_state=split)
+
+    def record(method, amount):
+        score = signal + rng.normal(scale=0.8, size=len(y))
+        return {
+            "method": method,
+            "split": split,
+            "n_added": amount,
+            "sampling_strategy": None,
+            "validation_auprc": average_precision_score(y, score),
+            "validation_halves": {
+                "auprc": [
+                    average_precision_score(y[h], score[h]) for h in (first, ~first)
+                ]
+            },
+            "auprc": 0.5,
+        }
+
+    return [
+        {"method": "none", "split": split, "grid": [record("none", 0)]},
+        {
+            "method": "smote",
+            "split": split,
+            "grid": [record("smote", 100 * (i + 1)) for i in range(n_amounts)],
+        },
+    ]
+
+
+def test_a_sampler_no_better_than_none_is_not_chosen_for_its_amounts_luck():
+    """A sampler whose six amounts are noise around `none`'s detector: its plain
+    validation figure at the chosen amount is the best of six draws and beats
+    `none`'s on average (the bias the amounts' choice puts in); the
+    cross-fitted figure, each half at the amount the other half chose, does
+    not, and the challenger's choice reads it."""
+    from pipeline.evaluation.amounts import choose_amounts
+
+    rng = np.random.default_rng(0)
+    fits = [f for split in range(40) for f in _simulated_split(rng, split)]
+    records, _ = choose_amounts(fits, "per_split")
+
+    def gap(key):
+        values = {
+            m: np.array(
+                [key(r) for r in sorted(records, key=lambda r: r["split"])
+                 if r["method"] == m]
+            )
+            for m in ("none", "smote")
+        }  # fmt: skip
+        d = values["smote"] - values["none"]
+        return d.mean(), d.std(ddof=1) / np.sqrt(len(d))
+
+    plain, plain_se = gap(lambda r: r["validation_auprc"])
+    crossfit, crossfit_se = gap(lambda r: r["validation_crossfit"]["auprc"])
+    assert plain > 4 * plain_se  # optimistic: the luck of six draws
+    assert abs(crossfit) < 3 * crossfit_se  # no luck left
+    choice = choose_challenger(records, LEVELS, "auprc", rope=0.0)
+    assert choice.crossfit
+    smote = next(c for c in choice.candidates if c.method == "smote")
+    assert smote.validation_mean == pytest.approx(
+        np.mean([r["validation_crossfit"]["auprc"] for r in records
+                 if r["method"] == "smote"])
+    )  # fmt: skip
+    assert "(each half of the rows at the amount the other half chose)" in (
+        choice.reason
+    )
+    # Records without halves (a run from before): the plain figure, for all.
+    old = [{k: v for k, v in r.items() if k != "validation_crossfit"} for r in records]
+    assert not choose_challenger(old, LEVELS, "auprc", rope=0.0).crossfit
+    assert not best_on_validation(old, ("smote",), "auprc").crossfit
+
+
+def test_the_halves_are_stratified_and_the_same_for_every_method():
+    from pipeline.evaluation.selection import validation_halves
+
+    y = np.array([1] * 5 + [0] * 95)
+    first = validation_halves(y, random_state=3)
+    assert first.sum() == 50 and y[first].sum() in (2, 3)
+    assert (validation_halves(y, random_state=3) == first).all()
+    assert validation_halves(np.array([1] + [0] * 9), random_state=3) is None
