@@ -72,6 +72,7 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         metric,
         rope,
         "fold" if mode == "rolling" else "split",
+        rho,
     )
     best_on_test = max(summarise(results), key=lambda s: s[f"{metric}_mean"])
     before = {

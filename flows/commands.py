@@ -178,8 +178,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
         "(entry points fraudaug.samplers, fraudaug.generators). Choose with "
         f"--set 'evaluation.methods={example[:-1]}, ...]'; the default is every "
         "built-in method. The challenger a run registers is the simplest method "
-        "unless a more complex one beats every simpler one on validation rows by "
-        "more than the ROPE."
+        "unless a more complex one is shown better than every simpler one on "
+        "validation rows by more than the ROPE."
     )
     return 0
 

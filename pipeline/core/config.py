@@ -448,7 +448,8 @@ class RegistryConfig(_Section):
         True,
         description="Score the champion on the newest test rows, then offer the "
         "run's challenger (chosen on validation rows: the simplest method unless a "
-        "more complex one beats every simpler one by more than the ROPE).",
+        "more complex one is shown better than every simpler one by more than the "
+        "ROPE).",
     )
     alert_drop: float = Field(
         0.05,

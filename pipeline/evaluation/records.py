@@ -326,15 +326,23 @@ class Candidate(Record):
         description="Its validation mean minus the best simpler method's (None: "
         "the simplest level).",
     )
+    p_better: float | None = Field(
+        None,
+        description="The smallest, over the simpler methods, probability that it "
+        "beats one by more than the ROPE on validation rows (the correlated "
+        "Bayesian t-test on their per-split differences; None: the simplest level "
+        "or one split).",
+    )
     earns_place: bool = Field(
-        description="Its margin exceeds the ROPE: it beats every simpler method."
+        description="Shown better than every simpler method by more than the ROPE "
+        "(p_better >= 0.95)."
     )
 
 
 class ChallengerChoice(Record):
     """How the run's challenger was chosen: the simplest method unless a more
-    complex one beats every simpler one on validation rows by more than the
-    ROPE (:func:`pipeline.evaluation.selection.choose_challenger`)."""
+    complex one is shown better than every simpler one on validation rows by
+    more than the ROPE (:func:`pipeline.evaluation.selection.choose_challenger`)."""
 
     metric: str
     on: str = Field(description="The rows it was chosen on: validation.")

@@ -143,7 +143,7 @@ def build_metrics(
     )
     unit = "fold" if config.split.mode == "rolling" else "split"
     selection = choose_challenger(
-        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope, unit
+        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope, unit, rho
     )
     metrics = {
         "schema_version": SCHEMA_VERSION,

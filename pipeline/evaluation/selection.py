@@ -6,10 +6,11 @@ Choosing the method with the best mean *test* figure and then judging it on the
 same test rows is a winner's curse: among methods that are practically
 equivalent, the luckiest is chosen and its figure flatters it. Here the test
 rows only judge what the validation rows chose. The challenger is also the
-*simplest* method of the run unless a more complex one earns its place: its
-mean validation figure beats every simpler method's by more than the ROPE
-(``evaluation.rope``), so a team does not deploy SMOTE-Tomek or the GAN, with
-their nightly cost, for a difference of nothing. Complexity is declared once
+*simplest* method of the run unless a more complex one earns its place: it is
+shown better on validation rows than every simpler method by more than the
+ROPE (``evaluation.rope``; the verdict's own test at P >= 0.95), so a team
+does not deploy SMOTE-Tomek or the GAN, with their nightly cost, for a
+difference of nothing. Complexity is declared once
 with each method (:class:`pipeline.resampling.method.Complexity`) and passed in
 by name.
 
@@ -81,6 +82,32 @@ def _validation_means(
     return {m: (float(np.mean(v)), len(v)) for m, v in values.items()}, crossfit
 
 
+def _per_split(
+    results: list[dict[str, Any]], metric: str, crossfit: bool
+) -> dict[str, dict[int, float]]:
+    """Per method, its validation figure on each split."""
+    out: dict[str, dict[int, float]] = {}
+    for r in results:
+        value = _figure(r, metric, crossfit)
+        if value is not None:
+            out.setdefault(r["method"], {})[r["split"]] = float(value)
+    return out
+
+
+def _p_better(
+    mine: dict[int, float], theirs: dict[int, float], rho: float, rope: float
+):
+    """P(``mine`` beats ``theirs`` by more than ``rope``): the correlated Bayesian
+    t-test on their paired per-split differences (``None`` below two splits)."""
+    from pipeline.evaluation.statistics import posterior, rope_probabilities
+
+    splits = sorted(set(mine) & set(theirs))
+    found = posterior(np.array([mine[k] - theirs[k] for k in splits]), rho)
+    if found is None:
+        return None
+    return rope_probabilities(*found, rope)["p_better"]
+
+
 def _means(results: list[dict[str, Any]], key: str) -> dict[str, tuple[float, int]]:
     """Per method (in the results' order), the mean of ``key`` over its splits
     and their number; methods without it are left out."""
@@ -118,15 +145,19 @@ def choose_challenger(
     metric: str,
     rope: float,
     unit: str = "split",
+    rho: float = 0.0,
 ) -> ChallengerChoice | None:
-    """The run's challenger: the simplest method, unless a more complex one's
-    mean validation ``metric`` beats every simpler method's by more than
+    """The run's challenger: the simplest method, unless a more complex one is
+    shown better on validation rows than every simpler method by more than
     ``rope``.
 
     Methods are taken in ``complexity`` order (lower is simpler; methods of one
-    level are peers). A method *earns its place* when its mean validation
-    figure exceeds the best of every simpler level's by more than ``rope``;
-    the challenger is the earner of the highest level (the best of that level
+    level are peers). A method *earns its place* when, against each simpler
+    method, the correlated Bayesian t-test on their per-split validation
+    differences (the verdict's own, at the run's ``rho``) puts the probability
+    of a difference above ``rope`` at the decision level (0.95) or more: a
+    margin on a few noisy splits is not enough, and one split never is. The
+    challenger is the earner of the highest level (the best mean of that level
     on a tie), else the best of the simplest level. Returns ``None`` when no
     method has a validation figure.
 
@@ -144,17 +175,28 @@ def choose_challenger(
         Its region of practical equivalence.
     unit : {"split", "fold"}
         What the reason calls the splits.
+    rho : float
+        The correlation of the splits' differences (the run's ``rho``).
     """
+    from pipeline.evaluation.statistics import DECISION_LEVEL
+
     validation, crossfit = _validation_means(results, metric)
     if not validation:
         return None
+    per_split = _per_split(results, metric, crossfit)
     test = _means(results, metric)
     order = sorted(validation, key=lambda m: complexity[m])  # stable: peers keep order
     lowest = complexity[order[0]]
     candidates = []
     for m in order:
-        simpler = [validation[s][0] for s in order if complexity[s] < complexity[m]]
-        margin = validation[m][0] - max(simpler) if simpler else None
+        simpler = [s for s in order if complexity[s] < complexity[m]]
+        margin = (
+            validation[m][0] - max(validation[s][0] for s in simpler)
+            if simpler
+            else None
+        )
+        shown = [_p_better(per_split[m], per_split[s], rho, rope) for s in simpler]
+        p_better = None if not simpler or None in shown else float(min(shown))
         candidates.append(
             Candidate(
                 method=m,
@@ -163,7 +205,8 @@ def choose_challenger(
                 test_mean=test[m][0] if m in test else None,
                 n_splits=validation[m][1],
                 margin=margin,
-                earns_place=margin is not None and margin > rope,
+                p_better=p_better,
+                earns_place=p_better is not None and p_better >= DECISION_LEVEL,
             )
         )
     simplest = max(
@@ -217,18 +260,28 @@ def _reason(
             key=lambda c: c.validation_mean,
         )
         return (
-            f"{chosen.method}: its {over} beats every simpler method's by more than "
-            f"the ROPE ±{rope:g} ({chosen.margin:+.3f} over {best_simpler.method}, "
-            "the best simpler one), and no more complex method beats it so"
+            f"{chosen.method}: its {over} is better than every simpler method's by "
+            f"more than the ROPE ±{rope:g} with a probability of at least "
+            f"{chosen.p_better:.2f} ({chosen.margin:+.3f} over {best_simpler.method}, "
+            "the best simpler one), and no more complex method is shown better so"
         )
+    test = f"P ≥ 0.95 in the correlated Bayesian t-test over the {unit}s"
     others = [c for c in candidates if c.margin is not None]
+    if splits < 2:
+        return (
+            f"{chosen.method}: the simplest method of the run; one {unit} cannot "
+            f"show a more complex method better by more than the ROPE ±{rope:g}"
+        )
     closest = max(others, key=lambda c: c.margin) if others else None
     return (
         f"{chosen.method}: the simplest method of the run; no more complex method's "
-        f"{over} beats every simpler one's by more than the ROPE ±{rope:g}"
+        f"{over} is shown better than every simpler one's by more than the ROPE "
+        f"±{rope:g} ({test}"
         + (
-            f" (the closest: {closest.method}, {closest.margin:+.3f})"
+            f"; the closest: {closest.method}, {closest.margin:+.3f}, "
+            f"P {closest.p_better or 0.0:.2f}"
             if closest is not None
             else ""
         )
+        + ")"
     )
