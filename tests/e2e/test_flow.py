@@ -168,7 +168,9 @@ def test_manifest_records_hashes_seeds_and_config(finished_run):
     run_dir = reports / result["run_id"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["seed"] == 0 and manifest["config"]["profile"] == "smoke"
-    assert set(manifest["seeds"]) == {"split", "gan", "sampler", "detector", "rows"}
+    assert set(manifest["seeds"]) == {
+        "split", "gan", "sampler", "detector", "rows", "halves"
+    }  # fmt: skip
     assert manifest["package_versions"]["tensorflow"]
     for rel, sha in manifest["artifacts"].items():
         assert file_sha256(run_dir / rel) == sha
