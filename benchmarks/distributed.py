@@ -67,6 +67,7 @@ def prepare_split(data_path, schema, work_dir, overrides: dict[str, Any]):
         0,
         max_train_rows=config.sampling.max_train_rows,
         rows_seed=seeds["rows"][0],
+        halves_seed=seeds["halves"][0],
     )
     return config, inputs, seeds
 

@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
                     prepared["transformer_paths"][split],
                     split,
                     rows_seed=seeds["rows"][split],
+                    halves_seed=seeds["halves"][split],
                 )
                 for share in args.shares:
                     budget = _budget(base, share)
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
                         split,
                         max_train_rows=budget,
                         rows_seed=base.rows_seed,
+                        halves_seed=base.halves_seed,
                     )
                     for method in args.methods:
                         start = time.perf_counter()

@@ -498,6 +498,7 @@ def _split_inputs(
             split,
             max_train_rows=config.sampling.max_train_rows,
             rows_seed=seeds["rows"][split],
+            halves_seed=seeds["halves"][split],
         )
         for split in range(config.split.n_splits)
     ]

@@ -20,7 +20,8 @@ where validation frauds are few by more than the ROPE a complex method must
 clear (see the docs' verdict page). Both choices therefore read a *cross-fitted* figure
 (:func:`pipeline.evaluation.amounts.choose_amounts`' ``validation_crossfit``):
 the split's validation rows in two stratified halves
-(:func:`validation_halves`, the same for every method), each half scored at
+(:func:`pipeline.features.splits.validation_halves`, drawn once per split
+with the rows, the same for every method), each half scored at
 the amount the other half chose, the two averaged. A method without amounts
 (``none``, ``class_weight``) gets its halves' mean, so every method is judged
 on rows that did not choose it. Records without halves (a class with fewer
@@ -39,59 +40,34 @@ from pipeline.evaluation.metrics import METRIC_LABELS
 from pipeline.evaluation.records import BaselineChoice, Candidate, ChallengerChoice
 
 
-def validation_halves(y: np.ndarray, random_state: int) -> np.ndarray | None:
-    """A split's validation rows in two halves stratified by class, drawn from
-    ``random_state`` (the split's ``halves`` seed: every method of the split
-    gets the same halves): ``True`` for the first. ``None`` when a class has
-    fewer than two rows (a half would have none)."""
-    from sklearn.model_selection import train_test_split
-
-    y = np.asarray(y).astype(int)
-    if len(y) == 0 or np.bincount(y, minlength=2).min() < 2:
-        return None
-    first, _ = train_test_split(
-        np.arange(len(y)), test_size=0.5, stratify=y, random_state=random_state
-    )
-    mask = np.zeros(len(y), dtype=bool)
-    mask[first] = True
-    return mask
-
-
 def _figure(record: dict[str, Any], metric: str, crossfit: bool) -> float | None:
     if crossfit:
         return (record.get("validation_crossfit") or {}).get(metric)
     return record.get(f"validation_{metric}")
 
 
-def _validation_means(
+def _per_split(
     results: list[dict[str, Any]], metric: str
-) -> tuple[dict[str, tuple[float, int]], bool]:
-    """Per method (in the results' order), its mean validation ``metric`` over
-    its splits and their number, and whether it is cross-fitted: the
-    cross-fitted figure when every record has one, else the plain one."""
+) -> tuple[dict[str, dict[int, float]], bool]:
+    """Per method (in the results' order), its validation ``metric`` on each
+    split, and whether it is cross-fitted: the cross-fitted figure when every
+    record has one, else the plain one."""
     crossfit = bool(results) and all(
         _figure(r, metric, True) is not None
         for r in results
         if r.get(f"validation_{metric}") is not None
     )
-    values: dict[str, list[float]] = {}
-    for r in results:
-        value = _figure(r, metric, crossfit)
-        if value is not None:
-            values.setdefault(r["method"], []).append(float(value))
-    return {m: (float(np.mean(v)), len(v)) for m, v in values.items()}, crossfit
-
-
-def _per_split(
-    results: list[dict[str, Any]], metric: str, crossfit: bool
-) -> dict[str, dict[int, float]]:
-    """Per method, its validation figure on each split."""
     out: dict[str, dict[int, float]] = {}
     for r in results:
         value = _figure(r, metric, crossfit)
         if value is not None:
             out.setdefault(r["method"], {})[r["split"]] = float(value)
-    return out
+    return out, crossfit
+
+
+def _mean(per_split: dict[str, dict[int, float]]) -> dict[str, tuple[float, int]]:
+    """Per method, the mean of its splits' figures and their number."""
+    return {m: (float(np.mean(list(v.values()))), len(v)) for m, v in per_split.items()}
 
 
 def _p_better(
@@ -124,7 +100,8 @@ def best_on_validation(
     """Of ``names``, the method with the highest mean validation ``metric`` over
     its splits, cross-fitted where the records allow (the first in the results'
     order on a tie); ``None`` when none of them has a validation figure."""
-    means, crossfit = _validation_means(results, metric)
+    per_split, crossfit = _per_split(results, metric)
+    means = _mean(per_split)
     family = [m for m in means if m in names]
     if not family:
         return None
@@ -180,10 +157,10 @@ def choose_challenger(
     """
     from pipeline.evaluation.statistics import DECISION_LEVEL
 
-    validation, crossfit = _validation_means(results, metric)
-    if not validation:
+    per_split, crossfit = _per_split(results, metric)
+    if not per_split:
         return None
-    per_split = _per_split(results, metric, crossfit)
+    validation = _mean(per_split)
     test = _means(results, metric)
     order = sorted(validation, key=lambda m: complexity[m])  # stable: peers keep order
     lowest = complexity[order[0]]

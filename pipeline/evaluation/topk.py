@@ -159,24 +159,32 @@ def precision_top_k_of_rows(
 
 
 def top_k_metrics(
-    data: dict[str, Any], subset: str, scores: np.ndarray, alerts_per_day: int
+    data: dict[str, Any],
+    subset: str,
+    scores: np.ndarray,
+    alerts_per_day: int,
+    *,
+    where: np.ndarray | None = None,
 ) -> dict[str, Any] | None:
     """Precision top-k per day (and card precision top-k with an entity) of
     ``scores`` on a split's ``subset`` (its rows as
     :func:`pipeline.features.rows.load_split_data` gives them); ``None`` without
-    a time column."""
+    a time column. ``where``: a mask of the subset's rows judged alone
+    (``scores`` are theirs; a validation half): precision top-k only."""
     if data["day_totals"] is None:
         return None
     part = data[subset]
+    keep = slice(None) if where is None else where
+    weight = None if part["weight"] is None else part["weight"][keep]
     return precision_top_k_of_rows(
-        part["y"],
+        part["y"][keep],
         scores,
-        part["days"],
+        part["days"][keep],
         data["day_totals"],
         alerts_per_day,
-        # Card precision needs every row of a day: not on sampled rows.
-        entity=part["entity"] if part["weight"] is None else None,
-        weight=part["weight"],
+        # Card precision needs every row of a day: not on sampled rows or a part.
+        entity=part["entity"] if part["weight"] is None and where is None else None,
+        weight=weight,
     )
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 from pipeline.core import layout
 from pipeline.core.artifacts import load_json, load_parquet_rows
 from pipeline.core.memory import LastAnswers, release_free_memory
-from pipeline.features.splits import SUBSETS, subset_rows
+from pipeline.features.splits import SUBSETS, subset_rows, validation_halves
 from pipeline.features.transformer import TabularTransformer
 
 
@@ -37,6 +37,9 @@ class SplitInputs:
     are sampled (:func:`sample_rows`)."""
     rows_seed: int = 0
     """The split's seed for that sample (the run's ``rows`` stream)."""
+    halves_seed: int = 0
+    """The split's seed for its validation rows' two halves (the run's
+    ``halves`` stream; :func:`~pipeline.features.splits.validation_halves`)."""
 
     def load(self, *, train_features: bool = True) -> dict[str, Any]:
         """The split's rows (:func:`load_split_data`), read once in a process:
@@ -167,8 +170,11 @@ def load_split_data(
     features in model space (``days``: the calendar day of each row, ``None``
     without a time column; ``amount``: ``None`` when the schema names no amount
     column; ``entity``: the card or customer, ``None`` when the schema names
-    none); ``"day_totals"``: the whole table's rows per day (precision top-k's
-    alert budget; ``None`` without a time column); and ``"transformer"``: the
+    none), the validation rows' ``"half"`` (their two stratified halves,
+    :func:`~pipeline.features.splits.validation_halves` from
+    ``inputs.halves_seed``: the same for every task of the split);
+    ``"day_totals"``: the whole table's rows per day (precision top-k's alert
+    budget; ``None`` without a time column); and ``"transformer"``: the
     split's fitted transformer (its ``schema`` is the table's).
 
     Above ``inputs.max_train_rows`` the training and validation rows are a
@@ -252,6 +258,9 @@ def load_split_data(
             if subset == "train" and not train_features
             else None,
         }
+    data["validation"]["half"] = validation_halves(
+        data["validation"]["y"], inputs.halves_seed
+    )
     return data
 
 

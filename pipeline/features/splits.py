@@ -319,3 +319,21 @@ def subset_rows(splits: pd.DataFrame, split: int, subset: str) -> np.ndarray:
     """Row positions of one subset of one split."""
     mask = (splits["split"] == split) & (splits["subset"] == subset)
     return splits.loc[mask, "row"].to_numpy()
+
+
+def validation_halves(y: np.ndarray, random_state: int) -> np.ndarray | None:
+    """A split's validation rows in two halves stratified by class, drawn from
+    ``random_state`` (the split's ``halves`` seed): ``True`` for the first;
+    ``None`` when a class has fewer than two rows (a half would have none).
+    :func:`pipeline.features.rows.load_split_data` draws them once with the
+    rows, so every method of the split is scored on the same halves (the
+    cross-fitted choices of :mod:`pipeline.evaluation.selection`)."""
+    y = np.asarray(y).astype(int)
+    if len(y) == 0 or np.bincount(y, minlength=2).min() < 2:
+        return None
+    first, _ = train_test_split(
+        np.arange(len(y)), test_size=0.5, stratify=y, random_state=random_state
+    )
+    mask = np.zeros(len(y), dtype=bool)
+    mask[first] = True
+    return mask

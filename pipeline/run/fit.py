@@ -338,41 +338,37 @@ def _score(data, split, name, detector, scores_path) -> dict[str, np.ndarray]:
     return scores
 
 
-def _validation_halves(data, split, scores, config) -> dict[str, list[float]] | None:
+def _validation_halves(data, scores, config) -> dict[str, list[float]] | None:
     """The fit's AUPRC (and precision top-k, with a time column) on each of the
-    split's two validation halves (:func:`validation_halves`: the same for every
-    method of the split), from which the amount's choice is cross-fitted."""
+    split's two validation halves (``data["validation"]["half"]``: the same for
+    every method of the split), from which the amount's choice is cross-fitted."""
     from sklearn.metrics import average_precision_score
 
-    from pipeline.core.config import run_seeds
-    from pipeline.evaluation.selection import validation_halves
-    from pipeline.evaluation.topk import precision_top_k_of_rows
-
     validation = data["validation"]
-    y, weight = validation["y"], validation["weight"]
-    first = validation_halves(y, run_seeds(config.seed, split + 1)["halves"][split])
+    first = validation["half"]
     if first is None:
         return None
+    y, weight = validation["y"], validation["weight"]
     out: dict[str, list[float]] = {"auprc": []}
-    top_k = data["day_totals"] is not None
-    if top_k:
-        out["precision_top_k"] = []
     for half in (first, ~first):
-        w = None if weight is None else weight[half]
         out["auprc"].append(
-            float(average_precision_score(y[half], scores[half], sample_weight=w))
-        )
-        if top_k:
-            out["precision_top_k"].append(
-                precision_top_k_of_rows(
+            float(
+                average_precision_score(
                     y[half],
                     scores[half],
-                    validation["days"][half],
-                    data["day_totals"],
-                    config.evaluation.alerts_per_day,
-                    weight=w,
-                )["precision_top_k"]
+                    sample_weight=None if weight is None else weight[half],
+                )
             )
+        )
+        top_k = top_k_metrics(
+            data,
+            "validation",
+            scores[half],
+            config.evaluation.alerts_per_day,
+            where=half,
+        )
+        if top_k is not None:
+            out.setdefault("precision_top_k", []).append(top_k["precision_top_k"])
     return out
 
 
@@ -436,7 +432,7 @@ def _record(
     elif amount is not None and method.amount == "kept":
         ratio = round(n_fraud / (amount * stands_for / n_legit), 6)
     n_resampled = len(y_train) if resampled is None else len(resampled.y)
-    halves = _validation_halves(data, split, scores["validation"], config)
+    halves = _validation_halves(data, scores["validation"], config)
     record = {
         "method": method.name,
         "split": split,

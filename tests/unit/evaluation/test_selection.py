@@ -172,7 +172,7 @@ def _simulated_split(rng, split, n_amounts=6):
     same signal, a fresh draw of noise at each amount."""
     from sklearn.metrics import average_precision_score
 
-    from pipeline.evaluation.selection import validation_halves
+    from pipeline.features.splits import validation_halves
 
     y = np.zeros(2000, dtype=int)
     y[:40] = 1
@@ -249,7 +249,7 @@ def test_a_sampler_no_better_than_none_is_not_chosen_for_its_amounts_luck():
 
 
 def test_the_halves_are_stratified_and_the_same_for_every_method():
-    from pipeline.evaluation.selection import validation_halves
+    from pipeline.features.splits import validation_halves
 
     y = np.array([1] * 5 + [0] * 95)
     first = validation_halves(y, random_state=3)

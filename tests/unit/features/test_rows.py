@@ -47,6 +47,25 @@ def test_a_split_is_read_once_and_shared_read_only(prepared):
     forget_answers()
 
 
+def test_the_validation_halves_are_drawn_once_with_the_rows_from_their_seed(
+    prepared,
+):
+    """Every task of a split (each method's fit) reads the same two stratified
+    halves of the validation rows, drawn from the split's ``halves`` seed."""
+    from pipeline.features.splits import validation_halves
+
+    forget_answers()
+    data = _inputs(prepared, halves_seed=7).load()
+    y, first = data["validation"]["y"], data["validation"]["half"]
+    assert first.dtype == bool and len(first) == len(y)
+    assert abs(int(first.sum()) - len(y) / 2) <= 1
+    assert abs(int(y[first].sum()) - int(y[~first].sum())) <= 1  # stratified
+    np.testing.assert_array_equal(first, validation_halves(y, 7))
+    other = load_split_data(_inputs(prepared, halves_seed=8))["validation"]["half"]
+    assert (other != first).any()
+    forget_answers()
+
+
 def test_above_the_budget_training_and_validation_rows_are_sampled_not_test_rows(
     prepared,
 ):
