@@ -130,3 +130,28 @@ def test_a_change_in_any_module_the_code_imports_makes_its_cache_stale(tmp_path)
     again = keys()
     assert again["ingest"] == after["ingest"]
     assert again["features"] == after["features"]
+
+
+def test_an_upgrade_of_a_package_the_code_imports_makes_its_cache_stale(monkeypatch):
+    """A TensorFlow upgrade retrains cached GANs; it leaves the cached tables,
+    whose code never imports it. A pandas upgrade makes both stale."""
+    from importlib import metadata
+
+    from pipeline.core.code import code_version, third_party_versions
+    from pipeline.run.cache import FEATURES_CODE, INGEST_CODE
+
+    gan = ("pipeline.gan", *FEATURES_CODE)
+    assert {"tensorflow", "keras", "scikit-learn"} <= set(third_party_versions(gan))
+    assert {"pandas", "pyarrow"} <= set(third_party_versions(INGEST_CODE))
+    assert "tensorflow" not in third_party_versions(INGEST_CODE)
+    before = {"gan": code_version(*gan), "ingest": code_version(*INGEST_CODE)}
+    installed = metadata.version
+
+    def upgraded(name: str) -> str:
+        return "99.0" if name == upgrade else installed(name)
+
+    for upgrade, stale in (("tensorflow", {"gan"}), ("pandas", {"gan", "ingest"})):
+        monkeypatch.setattr(metadata, "version", upgraded)
+        after = {"gan": code_version(*gan), "ingest": code_version(*INGEST_CODE)}
+        assert {k for k in before if after[k] != before[k]} == stale, upgrade
+        monkeypatch.setattr(metadata, "version", installed)
