@@ -297,6 +297,58 @@ def test_verdicts_restate_a_run_under_todays_statistics(tmp_path):
     assert json.loads(out.read_text()) == result
 
 
+def test_tuning_sets_a_tables_untuned_and_tuned_runs_side_by_side(tmp_path):
+    """A tuned run whose SMOTE loses its lead over ``none``: the pair says which
+    decisions changed, each method's paired tuned-minus-untuned difference, what
+    the searches chose, and the cost."""
+    import copy
+
+    import pytest
+
+    from benchmarks.tuning import main
+    from tests.helpers import demo_metrics
+
+    untuned = demo_metrics()
+    untuned["config"]["detector"] = {"tune": False}
+    untuned["resources"] = {"stages": [{"stage": "fit-detector", "seconds": 10.0}]}
+    tuned = copy.deepcopy(untuned)
+    tuned["config"]["detector"] = {"tune": True}
+    tuned["resources"] = {"stages": [{"stage": "fit-detector", "seconds": 150.0}]}
+    for r in tuned["results"]:
+        if r["method"] == "none":
+            r["auprc"] += 0.02 + 0.001 * r["split"]
+        r["tuned"] = {
+            "params": {"max_depth": 3 + r["split"], "learning_rate": 0.1},
+            "trials": 4,
+            "untuned_validation_auprc": r["validation_auprc"]
+            - (0.0 if r["split"] == 0 else 0.01),
+        }
+    paths = []
+    for name, metrics in (("untuned", untuned), ("tuned", tuned)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(metrics))
+    out = tmp_path / "tuning.json"
+    result = main([f"demo={paths[0]},{paths[1]}", "--rope", "0.01", "--out", str(out)])
+    (pair,) = result["pairs"]
+    assert json.loads(out.read_text()) == result
+    smote = pair["decisions"]["smote vs none"]
+    assert smote["changed"] and smote["untuned"][0] != smote["tuned"][0]
+    assert "smote vs none" in pair["changed"]
+    assert "challenger" in pair["decisions"] and "question" in pair["decisions"]
+    by = {m["method"]: m for m in pair["methods"]}
+    assert by["none"]["tuned_minus_untuned"] == pytest.approx(0.021)
+    assert by["smote"]["tuned_minus_untuned"] == pytest.approx(0.0)
+    assert by["smote"]["vs_none_untuned"] == pytest.approx(0.02)
+    assert by["smote"]["vs_none_tuned"] == pytest.approx(-0.001)
+    searches = by["smote"]["searches"]
+    assert searches["fits"] == 3 and searches["trials"] == 4
+    assert searches["kept_untuned"] == pytest.approx(1 / 3, abs=1e-3)
+    assert searches["median_params"]["max_depth"] == 4
+    assert pair["cost"]["fit_ratio"] == 15.0
+    with pytest.raises(SystemExit, match="untuned and the second tuned"):
+        main([f"demo={paths[1]},{paths[0]}", "--out", str(out)])
+
+
 def test_coverage_of_a_difference_that_varies_from_dataset_to_dataset():
     """Datasets whose own difference strays from the population's (correlated
     splits, here 0.25 of the variance): the plain interval misses the
