@@ -90,6 +90,25 @@ def synthetic_share(y: np.ndarray, weight: np.ndarray | None) -> float:
     return 1.0 if in_sample == n_maj or n_maj == 0 else in_sample / n_maj
 
 
+def reached_ratio(
+    kind: str, amount: int | None, y: np.ndarray, weight: np.ndarray | None
+) -> float | None:
+    """The fraud-to-legitimate ratio a method's ``amount`` reaches on training
+    rows ``y`` (with ``weight``, a sample: of the rows they stand for): ``kind``
+    ``"added"``, frauds to reach (the new rows each stand for ``1 / share``,
+    :func:`synthetic_share`); ``"kept"``, legitimate rows to keep. ``None``
+    when the method resamples nothing."""
+    if amount is None or kind not in ("added", "kept"):
+        return None
+    y = np.asarray(y)
+    n_legit, n_fraud = int((y == 0).sum()), int((y == 1).sum())
+    stands_for = n_legit if weight is None else float(np.asarray(weight)[y == 0].sum())
+    if kind == "added":
+        share = synthetic_share(y, weight)
+        return round((n_fraud + (amount - n_fraud) / share) / stands_for, 6)
+    return round(n_fraud / (amount * stands_for / n_legit), 6)
+
+
 def keep_targets(
     y: np.ndarray, evaluation: EvaluationConfig, weight: np.ndarray | None = None
 ) -> list[int]:

@@ -395,7 +395,7 @@ def _record(
 
     from pipeline.detector.model import feature_importance
     from pipeline.evaluation.metrics import choose_threshold
-    from pipeline.resampling.amounts import synthetic_share
+    from pipeline.resampling.amounts import reached_ratio
 
     train, validation, test = data["train"], data["validation"], data["test"]
     y_train, train_weight = train["y"], train["weight"]
@@ -418,25 +418,16 @@ def _record(
     top_k = {s: top_k_metrics(data, s, scores[s], k) for s in ("validation", "test")}
     if top_k["test"] is not None:
         metrics.update(top_k["test"])
-    # The minority/majority ratio the resampling reached (of the rows the
-    # sampled rows stand for, when sampled).
-    share = synthetic_share(y_train, train_weight)
-    n_legit, n_fraud = int((y_train == 0).sum()), int((y_train == 1).sum())
-    stands_for = (
-        n_legit if train_weight is None else float(train_weight[y_train == 0].sum())
-    )
-    ratio = None
-    if amount is not None and method.amount == "added":
-        # the new rows stand for 1 / share each
-        ratio = round((n_fraud + (amount - n_fraud) / share) / stands_for, 6)
-    elif amount is not None and method.amount == "kept":
-        ratio = round(n_fraud / (amount * stands_for / n_legit), 6)
     n_resampled = len(y_train) if resampled is None else len(resampled.y)
     halves = _validation_halves(data, scores["validation"], config)
     record = {
         "method": method.name,
         "split": split,
-        "sampling_strategy": ratio,
+        # The minority/majority ratio the resampling reached (of the rows the
+        # sampled rows stand for, when sampled).
+        "sampling_strategy": reached_ratio(
+            method.amount, amount, y_train, train_weight
+        ),
         "n_added": 0 if resampled is None else resampled.n_added,
         "validation_auprc": float(
             average_precision_score(

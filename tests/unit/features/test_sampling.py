@@ -193,3 +193,31 @@ def test_a_run_above_the_budget_samples_training_rows_and_scores_every_test_row(
     report = (run_dir / "report.html").read_text()
     assert 'id="sampling"' in report and "sampled" in report
     assert metrics["drift"]["features"]
+
+
+def test_the_ratio_an_amount_reaches_is_that_of_the_rows_the_sample_stands_for():
+    from pipeline.core.config import load_config
+    from pipeline.resampling.amounts import amount_targets, reached_ratio
+
+    rng = np.random.default_rng(4)
+    y_all = (rng.random(40_000) < 0.01).astype(int)
+    sample = sample_rows(y_all, y_all[:2_000], 4_000, seed=0)["train"]
+    y, weight = y_all[sample["keep"]], sample["weight"]
+    config = load_config("smoke").evaluation
+    n_fraud, n_legit = int(y_all.sum()), int((y_all == 0).sum())
+    for pop, got in zip(
+        amount_targets(y_all, config), amount_targets(y, config, weight), strict=True
+    ):
+        # (rounded to six digits, as metrics.json records it)
+        assert reached_ratio("added", pop, y_all, None) == pytest.approx(
+            pop / n_legit, abs=1e-6
+        )
+        assert reached_ratio("added", got, y, weight) == pytest.approx(
+            pop / n_legit, rel=1e-3
+        )
+    # Undersampling: frauds over the legitimate rows kept.
+    assert reached_ratio("kept", 1_000, y_all, None) == pytest.approx(
+        n_fraud / 1_000, abs=1e-6
+    )
+    assert reached_ratio("none", None, y_all, None) is None
+    assert reached_ratio("added", None, y_all, None) is None
