@@ -58,53 +58,90 @@ def stage_fit_detector(
     failed, with its reason); the amount is chosen later, over every split's
     records (:func:`~pipeline.evaluation.amounts.choose_amounts`).
     """
-    from pipeline.detector.distributed import current_worker, spread_workers
     from pipeline.resampling import registry
-    from pipeline.resampling.amounts import amounts
 
-    split = inputs.split
     spec = registry.get(method)
-    target_of = "n_majority" if spec.amount == "kept" else "n_minority"
-    workers = 1
-    if (
-        not spec.resamples
-        and config.detector.across_workers != "never"
-        and not config.detector.tune  # a search runs in the fit's own process
-        and current_worker() is not None
-    ):
-        # A fit too large for one Dask worker: its rows are read on the workers.
-        sizes = inputs.sizes()
-        workers = spread_workers(
-            sizes["n_rows"],
-            sizes["n_features"],
-            placement=config.detector.across_workers,
-            worker_memory_share=config.detector.worker_memory_share,
-        )
-    data = inputs.load(train_features=workers == 1)
-    scores_path = Path(scores_path)
-    grid: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
-    generator = None
+    data = inputs.load(train_features=_fit_workers(inputs, spec, config) == 1)
     try:
-        targets = amounts(
-            spec, data["train"]["y"], config.evaluation, data["train"]["weight"]
-        )
-        if spec.generative and not spec.uses_gan:
-            from pipeline.resampling.plugins import train_generator
-
-            generator = train_generator(spec, inputs, data, sampler_seed)
+        targets, generator = _targets(spec, inputs, data, config, sampler_seed)
     except (ConfigError, PluginError) as exc:
         # This split's rows leave the method nothing to do, or its plugin's
         # generator cannot be trained: every amount fails with that reason.
         if interrupts.stopped_by(exc):
             raise
-        logger.warning("split %d %s failed: %s", split, method, one_line(exc))
-        return {
-            "method": method,
-            "split": split,
-            "grid": [],
-            "failed": [{target_of: None, "reason": one_line(exc)}],
-        }
+        logger.warning("split %d %s failed: %s", inputs.split, method, one_line(exc))
+        failed = [{_target_of(spec): None, "reason": one_line(exc)}]
+        return {"method": method, "split": inputs.split, "grid": [], "failed": failed}
+    grid, failed = _fit_grid(
+        data,
+        inputs.split,
+        spec,
+        config,
+        targets,
+        sampler_seed=sampler_seed,
+        detector_seed=detector_seed,
+        scores_path=Path(scores_path),
+        gan_dir=gan_dir,
+        generator=generator,
+    )
+    result: dict[str, Any] = {"method": method, "split": inputs.split, "grid": grid}
+    if failed:
+        result["failed"] = failed
+    SplitFits.model_validate(result)  # every key has its owner
+    return result
+
+
+def _target_of(spec: Method) -> str:
+    """What a method's amount counts, as its records name it."""
+    return "n_majority" if spec.amount == "kept" else "n_minority"
+
+
+def _fit_workers(inputs: SplitInputs, spec: Method, config: PipelineConfig) -> int:
+    """The Dask workers one fit trains across: 1 (in its task's process) unless
+    it resamples nothing, runs on a Dask worker, is not tuned (a search runs in
+    the fit's own process) and its rows are too large for one worker."""
+    from pipeline.detector.distributed import current_worker, spread_workers
+
+    if (
+        spec.resamples
+        or config.detector.across_workers == "never"
+        or config.detector.tune
+        or current_worker() is None
+    ):
+        return 1
+    sizes = inputs.sizes()
+    return spread_workers(
+        sizes["n_rows"],
+        sizes["n_features"],
+        placement=config.detector.across_workers,
+        worker_memory_share=config.detector.worker_memory_share,
+    )
+
+
+def _targets(spec, inputs, data, config, sampler_seed) -> tuple[list, Any]:
+    """The method's amounts on this split's training rows
+    (:func:`~pipeline.resampling.amounts.amounts`) and, for a plugin generator,
+    the generator trained on them."""
+    from pipeline.resampling.amounts import amounts
+
+    targets = amounts(
+        spec, data["train"]["y"], config.evaluation, data["train"]["weight"]
+    )
+    generator = None
+    if spec.generative and not spec.uses_gan:
+        from pipeline.resampling.plugins import train_generator
+
+        generator = train_generator(spec, inputs, data, sampler_seed)
+    return targets, generator
+
+
+def _fit_grid(
+    data, split, spec, config, targets, *, scores_path, **fit
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One fit per amount (:func:`_fit_one_detector`): the records and each
+    amount that failed, with its reason; a failed fit never costs the others."""
+    grid: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     for i, target in enumerate(targets):
         try:
             record = _fit_one_detector(
@@ -113,16 +150,13 @@ def stage_fit_detector(
                 spec,
                 config,
                 amount=target,
-                sampler_seed=sampler_seed,
-                detector_seed=detector_seed,
                 scores_path=scores_path.with_name(f"{scores_path.stem}-{i}.parquet"),
                 model_path=(
                     scores_path.with_name(f"{scores_path.stem}-{i}.ubj")
                     if split == 0  # the registry's challenger comes from split 0
                     else None
                 ),
-                gan_dir=gan_dir,
-                generator=generator,
+                **fit,
             )
         except Exception as exc:  # one fit never costs the night
             if interrupts.stopped_by(exc):
@@ -131,12 +165,12 @@ def stage_fit_detector(
             logger.warning(
                 "split %d %s%s failed: %s",
                 split,
-                method,
-                "" if target is None else f" ({target_of} {target:,})",
+                spec.name,
+                "" if target is None else f" ({_target_of(spec)} {target:,})",
                 reason,
             )
             logger.debug("the failed fit's traceback", exc_info=True)
-            failed.append({target_of: target, "reason": reason})
+            failed.append({_target_of(spec): target, "reason": reason})
             continue
         finally:
             release_free_memory()  # the fit's resampled rows and matrices
@@ -149,14 +183,10 @@ def stage_fit_detector(
                 "split %d %s adds no rows (it found nothing to resample); the other "
                 "amounts are skipped",
                 split,
-                method,
+                spec.name,
             )
             break
-    result: dict[str, Any] = {"method": method, "split": split, "grid": grid}
-    if failed:
-        result["failed"] = failed
-    SplitFits.model_validate(result)  # every key has its owner
-    return result
+    return grid, failed
 
 
 def _fit_one_detector(
@@ -389,37 +419,13 @@ def _record(
     model_path,
 ) -> dict[str, Any]:
     """The fit's record: its amount, metrics on the test rows (the threshold
-    chosen on the validation rows), validation AUPRC, the detector's make (and,
-    tuned, the settings its search chose)."""
-    from sklearn.metrics import average_precision_score
-
+    chosen on the validation rows), its validation figures, the detector's make
+    (and, tuned, the settings its search chose)."""
     from pipeline.detector.model import feature_importance
-    from pipeline.evaluation.metrics import choose_threshold
     from pipeline.resampling.amounts import reached_ratio
 
-    train, validation, test = data["train"], data["validation"], data["test"]
-    y_train, train_weight = train["y"], train["weight"]
-    val_weight = validation["weight"]
-    # The alert threshold is chosen on the validation rows, never on test.
-    threshold = choose_threshold(
-        validation["y"], scores["validation"], sample_weight=val_weight
-    )
-    metrics = compute_metrics(
-        test["y"],
-        scores["test"],
-        threshold=threshold,
-        amount=test["amount"],
-        review_cost=config.evaluation.review_cost,
-    )
-    # Its interval over bootstrap resamples of the test rows: for the chosen
-    # amount only (stage_choose_fits), as each takes seconds on a bank's test window.
-    metrics["auprc_bootstrap_ci95"] = None
-    k = config.evaluation.alerts_per_day
-    top_k = {s: top_k_metrics(data, s, scores[s], k) for s in ("validation", "test")}
-    if top_k["test"] is not None:
-        metrics.update(top_k["test"])
+    y_train, train_weight = data["train"]["y"], data["train"]["weight"]
     n_resampled = len(y_train) if resampled is None else len(resampled.y)
-    halves = _validation_halves(data, scores["validation"], config)
     record = {
         "method": method.name,
         "split": split,
@@ -429,16 +435,8 @@ def _record(
             method.amount, amount, y_train, train_weight
         ),
         "n_added": 0 if resampled is None else resampled.n_added,
-        "validation_auprc": float(
-            average_precision_score(
-                validation["y"], scores["validation"], sample_weight=val_weight
-            )
-        ),
-        "validation_precision_top_k": None
-        if top_k["validation"] is None
-        else top_k["validation"]["precision_top_k"],
-        "validation_halves": halves,
-        **metrics,
+        **_validation_figures(data, scores["validation"], config),
+        **_test_metrics(data, scores, config),
         "scale_pos_weight": detector.get_params()["scale_pos_weight"],
         "sampled": data["sampled"],
         "n_train": int(len(y_train)),
@@ -465,25 +463,74 @@ def _record(
         }
     # Every key has its owner (FitRecord): one misspelt or untyped fails here.
     FitRecord.model_validate(record)
-    logger.info(
-        "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
-        split,
-        method.name,
-        (
-            f"+{record['n_added']:>6,} rows"
-            if method.amount == "added" and amount is not None
-            else (
-                f"-{len(y_train) - n_resampled:>6,} rows"
-                if method.amount == "kept" and amount is not None
-                else ""
+    _log_fit(record, method, amount, len(y_train) - n_resampled)
+    return record
+
+
+def _validation_figures(data, scores, config) -> dict[str, Any]:
+    """The fit's figures on the validation rows: AUPRC, precision top-k (with a
+    time column) and both on each half (:func:`_validation_halves`)."""
+    from sklearn.metrics import average_precision_score
+
+    validation = data["validation"]
+    top_k = top_k_metrics(data, "validation", scores, config.evaluation.alerts_per_day)
+    return {
+        "validation_auprc": float(
+            average_precision_score(
+                validation["y"], scores, sample_weight=validation["weight"]
             )
         ),
+        "validation_precision_top_k": None
+        if top_k is None
+        else top_k["precision_top_k"],
+        "validation_halves": _validation_halves(data, scores, config),
+    }
+
+
+def _test_metrics(data, scores, config) -> dict[str, Any]:
+    """The fit's metrics on the test rows, its alert threshold chosen on the
+    validation rows (never on test), with precision top-k (with a time column)."""
+    from pipeline.evaluation.metrics import choose_threshold
+
+    validation, test = data["validation"], data["test"]
+    threshold = choose_threshold(
+        validation["y"], scores["validation"], sample_weight=validation["weight"]
+    )
+    metrics = compute_metrics(
+        test["y"],
+        scores["test"],
+        threshold=threshold,
+        amount=test["amount"],
+        review_cost=config.evaluation.review_cost,
+    )
+    # Its interval over bootstrap resamples of the test rows: for the chosen
+    # amount only (stage_choose_fits), as each takes seconds on a bank's test window.
+    metrics["auprc_bootstrap_ci95"] = None
+    top_k = top_k_metrics(
+        data, "test", scores["test"], config.evaluation.alerts_per_day
+    )
+    if top_k is not None:
+        metrics.update(top_k)
+    return metrics
+
+
+def _log_fit(record, method, amount, n_removed) -> None:
+    """One line per fit: the rows it added or removed, validation and test AUPRC."""
+    rows = ""
+    if method.amount == "added" and amount is not None:
+        rows = f"+{record['n_added']:>6,} rows"
+    elif method.amount == "kept" and amount is not None:
+        rows = f"-{n_removed:>6,} rows"
+    logger.info(
+        "split %d %-9s %s validation AUPRC %.4f  test AUPRC %.4f  (%.1fs%s)",
+        record["split"],
+        method.name,
+        rows,
         record["validation_auprc"],
         record["auprc"],
-        fit_seconds,
+        record["fit_seconds"],
         ", the same rows as an earlier fit: reused" if record["reused_fit"] else "",
     )
-    return record
 
 
 # ------------------------------------------------------------------------ outcome
