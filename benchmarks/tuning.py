@@ -89,19 +89,26 @@ def compare_pair(
     after = restate(f"{label} tuned", tuned, rope)
     metric, rho = before["metric"], before["rho"]
     roles = registry.roles()
-    decisions: dict[str, tuple[Any, Any]] = {
-        "question": (_question(before, roles), _question(after, roles)),
-        "challenger": (before["challenger_now"], after["challenger_now"]),
-        "best_smote_family": (_baseline(before, roles), _baseline(after, roles)),
-    }
+    # Each decision untuned and tuned; a comparison's also its claim (after Holm).
+    decisions = [
+        _decision("question", _question(before, roles), _question(after, roles)),
+        _decision("challenger", before["challenger_now"], after["challenger_now"]),
+        _decision(
+            "best_smote_family", _baseline(before, roles), _baseline(after, roles)
+        ),
+    ]
     claims = {(c["method"], c["baseline"]): c for c in before["comparisons"]}
     for c in after["comparisons"]:
         old = claims.get((c["method"], c["baseline"]), {})
-        decisions[f"{c['method']} vs {c['baseline']}"] = (
-            [old.get("decision"), old.get("claim")],
-            [c["decision"], c["claim"]],
+        decisions.append(
+            _decision(
+                f"{c['method']} vs {c['baseline']}",
+                old.get("decision"),
+                c["decision"],
+                (old.get("claim"), c["claim"]),
+            )
         )
-    changed = [k for k, (a, b) in decisions.items() if a != b]
+    changed = [d["what"] for d in decisions if d["changed"]]
     test = {"untuned": _by_split(untuned, metric), "tuned": _by_split(tuned, metric)}
     methods = []
     for method, values in test["untuned"].items():
@@ -152,10 +159,7 @@ def compare_pair(
         "run_ids": [untuned.get("run_id"), tuned.get("run_id")],
         "headline_untuned": before["headline_now"],
         "headline_tuned": after["headline_now"],
-        "decisions": {
-            k: {"untuned": a, "tuned": b, "changed": a != b}
-            for k, (a, b) in decisions.items()
-        },
+        "decisions": decisions,
         "changed": changed,
         "methods": methods,
         "cost": {
@@ -168,6 +172,19 @@ def compare_pair(
             if walls["untuned"] and walls["tuned"]
             else None,
         },
+    }
+
+
+def _decision(
+    what: str, untuned: Any, tuned: Any, claims: tuple[Any, Any] = (None, None)
+) -> dict[str, Any]:
+    return {
+        "what": what,
+        "untuned": untuned,
+        "tuned": tuned,
+        "untuned_claim": claims[0],
+        "tuned_claim": claims[1],
+        "changed": untuned != tuned or claims[0] != claims[1],
     }
 
 

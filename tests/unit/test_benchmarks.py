@@ -331,10 +331,13 @@ def test_tuning_sets_a_tables_untuned_and_tuned_runs_side_by_side(tmp_path):
     result = main([f"demo={paths[0]},{paths[1]}", "--rope", "0.01", "--out", str(out)])
     (pair,) = result["pairs"]
     assert json.loads(out.read_text()) == result
-    smote = pair["decisions"]["smote vs none"]
-    assert smote["changed"] and smote["untuned"][0] != smote["tuned"][0]
+    decisions = {d["what"]: d for d in pair["decisions"]}
+    smote = decisions["smote vs none"]
+    assert smote["changed"] and smote["untuned"] != smote["tuned"]
+    assert smote["tuned_claim"] is not None
     assert "smote vs none" in pair["changed"]
-    assert "challenger" in pair["decisions"] and "question" in pair["decisions"]
+    assert not decisions["challenger"]["changed"]
+    assert "question" in decisions
     by = {m["method"]: m for m in pair["methods"]}
     assert by["none"]["tuned_minus_untuned"] == pytest.approx(0.021)
     assert by["smote"]["tuned_minus_untuned"] == pytest.approx(0.0)
