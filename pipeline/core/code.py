@@ -46,12 +46,23 @@ def third_party_versions(modules: tuple[str, ...]) -> dict[str, str]:
         for imported in graph.find_modules_directly_imported_by(name)
         if not _internal(imported)
     }
-    provided = metadata.packages_distributions()
+    provided = _distributions()
     versions = {}
     for top in external:
         for distribution in provided.get(top, ()):
             versions[distribution] = metadata.version(distribution)
     return versions
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    """Each importable top-level name's distributions
+    (``importlib.metadata.packages_distributions``), read once per process: it
+    scans every installed package (about 0.65 s here), and each stage's cache
+    key asks for it."""
+    from importlib import metadata
+
+    return metadata.packages_distributions()
 
 
 def _internal(name: str) -> bool:
