@@ -24,3 +24,15 @@ def write_result(result: dict[str, Any], name: str, out: str | Path | None) -> P
     save_text(path, text + "\n")
     print(text)
     return path
+
+
+def rounded(value: Any, digits: int = 4) -> Any:
+    """``value`` with every float in it (in lists and dicts too) rounded to
+    ``digits``: how results files write their figures."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, list):
+        return [rounded(v, digits) for v in value]
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    return value

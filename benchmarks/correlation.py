@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import write_result
+from benchmarks import rounded, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 KAGGLE_FILE = ROOT / "data" / "raw" / "creditcard.csv"
@@ -206,10 +206,12 @@ def _estimate(runs: list[dict]) -> dict[str, Any]:
         values = [d[method] for d in diffs]
         estimate = split_correlation(values)
         pairs[f"{method}_vs_{REFERENCE}"] = {
-            **{k: _r(v) for k, v in estimate.items()},
-            "mean_diff": _r(float(np.mean(values))),
-            "sd_within": _r(float(np.mean([np.std(v, ddof=1) for v in values]))),
-            "sd_of_dataset_means": _r(float(np.std(np.mean(values, axis=1), ddof=1))),
+            **{k: rounded(v) for k, v in estimate.items()},
+            "mean_diff": rounded(float(np.mean(values))),
+            "sd_within": rounded(float(np.mean([np.std(v, ddof=1) for v in values]))),
+            "sd_of_dataset_means": rounded(
+                float(np.std(np.mean(values, axis=1), ddof=1))
+            ),
         }
     first = runs[0]["data"]
     return {
@@ -218,29 +220,21 @@ def _estimate(runs: list[dict]) -> dict[str, Any]:
         "frauds": [m["data"]["frauds"] for m in runs],
         "rows_per_dataset": int(np.mean([m["data"]["rows"] for m in runs])),
         "frauds_per_dataset": int(np.mean([m["data"]["frauds"] for m in runs])),
-        "test_frauds_per_split": _r(
+        "test_frauds_per_split": rounded(
             float(np.mean([r["n_test_frauds"] for m in runs for r in m["results"]])), 1
         ),
         "demo": bool(first.get("demo")),
-        "heuristic_rho": _r(float(np.mean(heuristic))),
+        "heuristic_rho": rounded(float(np.mean(heuristic))),
         "pairs": pairs,
         "upper95": max(p["upper95"] for p in pairs.values()),
-        "seconds": _r(float(sum(m.get("benchmark_seconds") or 0 for m in runs)), 0),
+        "seconds": rounded(
+            float(sum(m.get("benchmark_seconds") or 0 for m in runs)), 0
+        ),
         "per_dataset": [
-            {"path": os.path.basename(m["data"]["path"]), "diffs": _r(d)}
+            {"path": os.path.basename(m["data"]["path"]), "diffs": rounded(d)}
             for m, d in zip(runs, diffs, strict=True)
         ],
     }
-
-
-def _r(value: Any, digits: int = 4) -> Any:
-    if isinstance(value, float):
-        return round(value, digits)
-    if isinstance(value, list):
-        return [_r(v, digits) for v in value]
-    if isinstance(value, dict):
-        return {k: _r(v, digits) for k, v in value.items()}
-    return value
 
 
 def main(argv: list[str] | None = None) -> dict:

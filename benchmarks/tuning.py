@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import write_result
-from benchmarks.verdicts import _r, restate
+from benchmarks import rounded, write_result
+from benchmarks.verdicts import restate, rope_argument
 
 
 def _by_split(metrics: dict[str, Any], key: str) -> dict[str, dict[int, float]]:
@@ -65,10 +65,10 @@ def _searches(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {
         "fits": len(tuned),
         "trials": tuned[0]["tuned"]["trials"],
-        "kept_untuned": _r(float(np.mean([g <= 1e-12 for g in gains])), 3),
-        "validation_gain_mean": _r(float(np.mean(gains))),
+        "kept_untuned": rounded(float(np.mean([g <= 1e-12 for g in gains])), 3),
+        "validation_gain_mean": rounded(float(np.mean(gains))),
         "median_params": {
-            k: _r(float(np.median([p[k] for p in params])), 3)
+            k: rounded(float(np.median([p[k] for p in params])), 3)
             for k in params[0]
             if all(k in p for p in params)
         },
@@ -122,17 +122,21 @@ def compare_pair(
             mine, none = test[arm].get(method, {}), test[arm].get("none", {})
             common = sorted(set(mine) & set(none))
             if method != "none" and common:
-                vs_none[arm] = _r(float(np.mean([mine[s] - none[s] for s in common])))
+                vs_none[arm] = rounded(
+                    float(np.mean([mine[s] - none[s] for s in common]))
+                )
         methods.append(
             {
                 "method": method,
-                f"{metric}_untuned": _r(float(np.mean(list(values.values())))),
-                f"{metric}_tuned": _r(float(np.mean(list(done.values()))))
+                f"{metric}_untuned": rounded(float(np.mean(list(values.values())))),
+                f"{metric}_tuned": rounded(float(np.mean(list(done.values()))))
                 if done
                 else None,
-                "tuned_minus_untuned": _r(float(diffs.mean())) if len(diffs) else None,
-                "tuned_minus_untuned_per_split": _r(diffs.tolist()),
-                "ci95_corrected": _r(interval),
+                "tuned_minus_untuned": rounded(float(diffs.mean()))
+                if len(diffs)
+                else None,
+                "tuned_minus_untuned_per_split": rounded(diffs.tolist()),
+                "ci95_corrected": rounded(interval),
                 "vs_none_untuned": vs_none.get("untuned"),
                 "vs_none_tuned": vs_none.get("tuned"),
                 "searches": _searches(
@@ -164,11 +168,11 @@ def compare_pair(
         "methods": methods,
         "cost": {
             "fit_task_seconds": seconds,
-            "fit_ratio": _r(seconds["tuned"] / seconds["untuned"], 2)
+            "fit_ratio": rounded(seconds["tuned"] / seconds["untuned"], 2)
             if seconds["untuned"] and seconds["tuned"]
             else None,
             "run_seconds": walls,
-            "run_ratio": _r(walls["tuned"] / walls["untuned"], 2)
+            "run_ratio": rounded(walls["tuned"] / walls["untuned"], 2)
             if walls["untuned"] and walls["tuned"]
             else None,
         },
@@ -205,6 +209,10 @@ def _baseline(run: dict[str, Any], roles: dict[str, Any]) -> str | None:
     return None
 
 
+def _tuned(metrics: dict[str, Any]) -> bool:
+    return bool(((metrics.get("config") or {}).get("detector") or {}).get("tune"))
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -212,12 +220,7 @@ def main(argv: list[str] | None = None) -> dict:
         nargs="+",
         help="LABEL=untuned/metrics.json,tuned/metrics.json (LABEL names the table)",
     )
-    parser.add_argument(
-        "--rope",
-        type=float,
-        default=None,
-        help="default: today's evaluation.rope of each run's primary metric",
-    )
+    rope_argument(parser)
     parser.add_argument("--out", default=None, help="default: benchmarks/results/")
     args = parser.parse_args(argv)
     pairs = []
@@ -226,9 +229,7 @@ def main(argv: list[str] | None = None) -> dict:
         untuned_path, _, tuned_path = paths.partition(",")
         untuned = json.loads(Path(untuned_path).read_text())
         tuned = json.loads(Path(tuned_path).read_text())
-        if (untuned.get("config") or {}).get("detector", {}).get("tune") or not (
-            (tuned.get("config") or {}).get("detector", {}).get("tune")
-        ):
+        if _tuned(untuned) or not _tuned(tuned):
             raise SystemExit(
                 f"{label}: the first run must be untuned and the second tuned "
                 "(config.detector.tune)"

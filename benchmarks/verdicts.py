@@ -27,15 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import write_result
-
-
-def _r(value: Any, digits: int = 4) -> Any:
-    if isinstance(value, float):
-        return round(value, digits)
-    if isinstance(value, list):
-        return [_r(v, digits) for v in value]
-    return value
+from benchmarks import rounded, write_result
 
 
 def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> dict:
@@ -85,11 +77,11 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         summary.append(
             {
                 "method": s["method"],
-                f"{metric}_mean": _r(s[f"{metric}_mean"]),
-                "ci95_plain": _r(t_interval(values, bounded=True)[1]),
-                "ci95_corrected": _r(s[f"{metric}_ci95"]),
+                f"{metric}_mean": rounded(s[f"{metric}_mean"]),
+                "ci95_plain": rounded(t_interval(values, bounded=True)[1]),
+                "ci95_corrected": rounded(s[f"{metric}_ci95"]),
                 **{
-                    f"{other}_mean": _r(s.get(f"{other}_mean"))
+                    f"{other}_mean": rounded(s.get(f"{other}_mean"))
                     for other in METRICS
                     if other != metric and s.get(f"{other}_mean") is not None
                 },
@@ -105,21 +97,21 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
             {
                 "method": c["method"],
                 "baseline": c["baseline"],
-                "mean_diff": _r(c["mean_diff"]),
-                "ci95_plain": _r(plain),
+                "mean_diff": rounded(c["mean_diff"]),
+                "ci95_plain": rounded(plain),
                 "plain_called_it": bool(plain and (plain[0] > 0 or plain[1] < 0)),
-                "p_wilcoxon_then": _r(old.get("p_wilcoxon")),
-                "ci95_corrected": _r(c["ci95_corrected"]),
-                "p_holm": _r(c["p_holm"]),
+                "p_wilcoxon_then": rounded(old.get("p_wilcoxon")),
+                "ci95_corrected": rounded(c["ci95_corrected"]),
+                "p_holm": rounded(c["p_holm"]),
                 "significant_now": c["significant"],
-                "p_better": _r(c["p_better"], 3),
-                "p_equivalent": _r(c["p_equivalent"], 3),
-                "p_worse": _r(c["p_worse"], 3),
+                "p_better": rounded(c["p_better"], 3),
+                "p_equivalent": rounded(c["p_equivalent"], 3),
+                "p_worse": rounded(c["p_worse"], 3),
                 "decision": c["decision"],
                 "claim": c["claim"],
                 "splits_to_decide": c["splits_to_decide"],
-                "smallest_better": _r(c["smallest_better"]),
-                "resolution": _r(c["resolution"]),
+                "smallest_better": rounded(c["smallest_better"]),
+                "resolution": rounded(c["resolution"]),
             }
         )
     data = metrics.get("data") or {}
@@ -133,9 +125,9 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
         "split_mode": mode,
         "n_splits": metrics.get("n_splits"),
         "metric": metric,
-        "rho": _r(now["rho"]),
+        "rho": rounded(now["rho"]),
         "rho_source": now["rho_source"],
-        "rho_heuristic": _r((now["heuristic"] or {}).get("rho")),
+        "rho_heuristic": rounded((now["heuristic"] or {}).get("rho")),
         "question_heuristic": (now["heuristic"] or {})
         .get("decision", {})
         .get("decision"),
@@ -153,17 +145,22 @@ def restate(label: str, metrics: dict[str, Any], rope: float | None = None) -> d
     }
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "runs", nargs="+", help="LABEL=path/to/metrics.json (LABEL names the run)"
-    )
+def rope_argument(parser: argparse.ArgumentParser) -> None:
+    """``--rope``: the ROPE runs are restated at (:func:`restate`'s ``rope``)."""
     parser.add_argument(
         "--rope",
         type=float,
         default=None,
         help="default: today's evaluation.rope of each run's primary metric",
     )
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "runs", nargs="+", help="LABEL=path/to/metrics.json (LABEL names the run)"
+    )
+    rope_argument(parser)
     parser.add_argument("--out", default=None, help="default: benchmarks/results/")
     args = parser.parse_args(argv)
     runs = []
