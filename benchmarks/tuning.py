@@ -230,7 +230,8 @@ def main(argv: list[str] | None = None) -> dict:
         untuned = json.loads(Path(untuned_path).read_text())
         tuned = json.loads(Path(tuned_path).read_text())
         if _tuned(untuned) or not _tuned(tuned):
-            raise SystemExit(
+            # One line and exit code 2, nothing written.
+            parser.error(
                 f"{label}: the first run must be untuned and the second tuned "
                 "(config.detector.tune)"
             )

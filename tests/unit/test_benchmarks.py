@@ -297,7 +297,7 @@ def test_verdicts_restate_a_run_under_todays_statistics(tmp_path):
     assert json.loads(out.read_text()) == result
 
 
-def test_tuning_sets_a_tables_untuned_and_tuned_runs_side_by_side(tmp_path):
+def test_tuning_sets_a_tables_untuned_and_tuned_runs_side_by_side(tmp_path, capsys):
     """A tuned run whose SMOTE loses its lead over ``none``: the pair says which
     decisions changed, each method's paired tuned-minus-untuned difference, what
     the searches chose, and the cost."""
@@ -348,8 +348,11 @@ def test_tuning_sets_a_tables_untuned_and_tuned_runs_side_by_side(tmp_path):
     assert searches["kept_untuned"] == pytest.approx(1 / 3, abs=1e-3)
     assert searches["median_params"]["max_depth"] == 4
     assert pair["cost"]["fit_ratio"] == 15.0
-    with pytest.raises(SystemExit, match="untuned and the second tuned"):
+    out.unlink()
+    with pytest.raises(SystemExit) as exited:
         main([f"demo={paths[1]},{paths[0]}", "--out", str(out)])
+    assert exited.value.code == 2 and not out.exists()
+    assert "untuned and the second tuned" in capsys.readouterr().err
 
 
 def test_coverage_of_a_difference_that_varies_from_dataset_to_dataset():
