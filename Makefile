@@ -89,12 +89,17 @@ browser:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "!!! could not install chromium: the browser test will be skipped (fails under CI)" >&2; }
 
+# Two test workers, a file each (a file's module fixtures are built once): the
+# end-to-end tests spend much of their time waiting on servers and commands that
+# start, which leaves a core idle.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Everyday work: everything but the end-to-end runs, servers and benchmarks (CI runs `test`).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline flows tests benchmarks docs

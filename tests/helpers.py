@@ -1,6 +1,6 @@
 """Helpers and constants shared by test modules (fixtures live in conftest.py):
 the project's folders, the second table's roles and its partitions, quick
-settings, real Prefect servers, stderr checks, registry helpers."""
+settings, real Prefect servers and homes, stderr checks, registry helpers."""
 
 from __future__ import annotations
 
@@ -195,6 +195,15 @@ def registry_aliases(store):
     return {alias: str(version) for alias, version in model.aliases.items()}
 
 
+def champion_scores(frame, tracking_uri: str, explain: int = 0):
+    """``fraudaug score``'s rows for ``frame`` from the registry's champion, and
+    the champion's record."""
+    from pipeline.registry.scoring import RegisteredScorer
+
+    scorer = RegisteredScorer(tracking_uri=tracking_uri)
+    return scorer.score(frame, explain=explain), scorer.champion
+
+
 SESSION_MARK = "FRAUDAUG_TEST_SESSION"
 """Set by conftest.py in the test session's environment: every process a test
 starts inherits it, so what outlives the session can be found (even one whose
@@ -366,6 +375,39 @@ def _wait(ready, process, what: str, log: Path) -> None:
         time.sleep(1)
 
 
+_MIGRATED: list[Path] = []
+"""The session's migrated Prefect database (see :func:`prefect_home`), once made."""
+
+
+def prefect_home(root: Path) -> str:
+    """``root/prefect-home``: a Prefect home of its own for a server or a command a
+    test starts, its database empty and already migrated: a copy of one migrated
+    once a session (``prefect server database upgrade``), because migrating a new
+    database adds about 10 s to every server start. (The session's own home, and
+    Prefect's test harness, still migrate theirs as a first run does.)"""
+    import atexit
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    if not _MIGRATED:
+        template = Path(tempfile.mkdtemp(prefix="fraudaug-prefect-template-"))
+        atexit.register(shutil.rmtree, template, ignore_errors=True)
+        subprocess.run(
+            [str(Path(sys.executable).parent / "prefect"), "server", "database",
+             "upgrade", "-y"],
+            env={**os.environ, **PREFECT_ENV, "PREFECT_HOME": str(template)},
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        _MIGRATED.append(template / "prefect.db")
+    home = root / "prefect-home"
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "prefect.db").exists():  # (a second command shares the first's)
+        shutil.copyfile(_MIGRATED[0], home / "prefect.db")
+    return str(home)
+
+
 @contextlib.contextmanager
 def prefect_server(root: Path):
     """A real ``prefect server start`` on a free loopback port (logs in
@@ -380,7 +422,7 @@ def prefect_server(root: Path):
     env = {
         **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
         "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
-        "PREFECT_HOME": str(root / "prefect-home"),
+        "PREFECT_HOME": prefect_home(root),
         **PREFECT_ENV,
         "PREFECT_RUNNER_POLL_FREQUENCY": "1",
         "TMPDIR": str(root),

@@ -142,14 +142,14 @@ def test_serve_without_a_server_leaves_nothing_when_killed(tmp_path, sample_path
     import signal
     import time
 
-    from tests.helpers import process_tree, still_running
+    from tests.helpers import prefect_home, process_tree, still_running
 
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     out = tmp_path / "out.log"
     with open(out, "w") as stdout:
         serve = subprocess.Popen(
             [FRAUDAUG, "serve", "--data", str(sample_path), "--profile", "smoke"],
-            env={**env, "PREFECT_HOME": str(tmp_path / "prefect-home")},
+            env={**env, "PREFECT_HOME": prefect_home(tmp_path)},
             cwd=tmp_path, stdout=stdout, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 180

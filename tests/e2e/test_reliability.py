@@ -14,6 +14,7 @@ import pytest
 
 from tests.helpers import (
     fraudaug_held_at,
+    prefect_home,
     process_tree,
     still_running,
     wait_until_held,
@@ -68,7 +69,7 @@ def _run(root, sample_path, *extra):
         # No MLFLOW_TRACKING_URI: both create and use a new sqlite:///mlflow.db here.
         env={
             **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-            "PREFECT_HOME": str(root / "prefect-home"),
+            "PREFECT_HOME": prefect_home(root),
         },
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -129,7 +130,7 @@ def test_unwritable_output_folder_is_one_clear_line(tmp_path, sample_path):
             "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
             "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}", *FAST,
         ],
-        env={**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home")},
+        env={**os.environ, "PREFECT_HOME": prefect_home(tmp_path)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -168,7 +169,7 @@ def _start_smoke_run(
         cwd=tmp_path,
         env={
             **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
-            "PREFECT_HOME": str(tmp_path / "prefect-home"),
+            "PREFECT_HOME": prefect_home(tmp_path),
         },
         stdout=subprocess.DEVNULL if stdout is None else stdout,
         stderr=stderr,
