@@ -2,10 +2,9 @@
 
 Prefect starts a temporary server on first use when ``PREFECT_API_URL`` is not
 set, stops it at exit, and starts another if anything asks for the API after
-that. A stopped run (Ctrl-C, SIGTERM) does not wait for the fits still running
-in its task threads; when one finished after the server had stopped, Prefect
-started a second server that nobody stopped. And a command killed with SIGKILL
-runs no exit handler at all, so its server was left running.
+that: a fit still running in a task thread of a stopped run (Ctrl-C, SIGTERM,
+which do not wait for it) would start a second server that nobody stops, and a
+command killed with SIGKILL runs no exit handler at all.
 
 :func:`temporary_server` starts the server itself, in the command's main
 thread, and registers it where Prefect looks for its temporary server (as
@@ -24,6 +23,7 @@ With ``PREFECT_API_URL`` set (a real server) nothing is started.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -114,6 +114,11 @@ def temporary_server() -> Iterator[str | None]:
                 os.environ["PREFECT_API_URL"] = environ
     except BaseException as exc:
         stopped = interrupts.stopped_by(exc)
+        if stopped:
+            # Prefect's log worker writes a batch it cannot send to the stopped
+            # server on stderr where logging.raiseExceptions says so: after a
+            # stop the command's one line is the last thing it says.
+            logging.raiseExceptions = False
         raise
     finally:
         if not stopped:  # the run's last logs and events reach the server first
