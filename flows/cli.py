@@ -49,8 +49,6 @@ def _tracking_arg(p: argparse.ArgumentParser) -> None:
         help="MLflow tracking store and model registry (default: "
         "$MLFLOW_TRACKING_URI, else sqlite:///mlflow.db in the working folder)",
     )
-    # The registry was a models/ folder before it moved to MLflow: say so.
-    p.add_argument("--models", help=argparse.SUPPRESS)
 
 
 def _schema_arg(p: argparse.ArgumentParser) -> None:
@@ -375,14 +373,6 @@ class _StderrHandler(logging.StreamHandler):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "models", None) is not None:
-        print(
-            "fraudaug: error: --models: the model registry is MLflow's now "
-            "(model fraudaug-detector, in the tracking store); use --tracking-uri"
-            + (" and --model-uri" if args.command == "score" else ""),
-            file=sys.stderr,
-        )
-        return 2
     if args.verbose:
         from pipeline.core.backend import VERBOSE_ENV  # (stdlib only: cheap)
 

@@ -22,7 +22,6 @@ from pipeline.core.paths import (
 )
 from pipeline.data.detection import detect_schema, format_detection
 from pipeline.data.schema import (
-    SCHEMA_FILE,
     load_schema,
     parse_where,
     save_schema,
@@ -719,7 +718,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         chunk_rows=args.chunk_rows,
         where=args.where,
     )
-    schema_file = run_dir / SCHEMA_FILE
+    schema_file = run_dir / layout.SCHEMA_FILE
     if schema_file.is_file():
         for note in left_out(load_schema(schema_file)):
             logger.info("left out: %s", note)

@@ -153,7 +153,7 @@ def publish(run_dir: str, report_path: str) -> None:
     from pipeline.registry.tracking import run_link
     from pipeline.report.summary import summary_markdown, summary_table
 
-    metrics = load_json(Path(run_dir) / folders.METRICS_FILE)
+    metrics = load_json(Path(run_dir) / layout.METRICS_FILE)
     uri = Path(report_path).resolve().as_uri()
     mlflow_run = metrics.get("tracking")
     create_link_artifact(

@@ -474,17 +474,6 @@ class RegistryConfig(_Section):
         "leading columns as 20,000 do.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _margin_moved(cls, values: Any) -> Any:
-        if isinstance(values, dict) and "margin" in values:
-            raise ValueError(
-                "registry.margin is now evaluation.rope, one setting for the "
-                "comparison and the champion rule: the smallest difference that "
-                "matters (e.g. --set 'evaluation.rope={\"auprc\": 0.02}')"
-            )
-        return values
-
 
 class RetentionConfig(_Section):
     keep_runs: int | None = Field(

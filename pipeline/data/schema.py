@@ -35,7 +35,6 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pipeline.core.errors import ConfigError
-from pipeline.core.layout import SCHEMA_FILE  # noqa: F401 (beside a run's artifacts)
 
 Kind = Literal[
     "numeric", "integer", "categorical", "boolean", "datetime", "id", "label", "ignore"

@@ -65,13 +65,11 @@ class SplitInputs:
 
 
 _LOADED = LastAnswers(keep=2)
-"""The rows of the last two splits read in this process.
-
-Every per-split task read its split again: on a bank's 22M-row table 5-6 s and a
-2.5 GB transient each, with two tasks reading at once. Tasks share one copy
-instead, its arrays read-only (a task that wrote into them would change
-another's rows: it fails instead), each subset's dict its own. Keyed by the
-inputs and their files' sizes and times, so rewritten files are read again."""
+"""The rows of the last two splits read in this process: a split's tasks share
+one copy rather than each reading its split again, its arrays read-only (a task
+that wrote into them would change another's rows: it fails instead), each
+subset's dict its own. Keyed by the inputs and their files' sizes and times, so
+rewritten files are read again."""
 
 
 def _read_once(inputs: SplitInputs, train_features: bool) -> dict[str, Any]:

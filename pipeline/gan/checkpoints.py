@@ -10,11 +10,11 @@ import numpy as np
 
 from pipeline.core.artifacts import atomic_path
 from pipeline.core.errors import ArtifactError
-from pipeline.core.layout import (  # noqa: F401 (the trainer's checkpoint files)
-    BEST_ARRAYS,
-    CHECKPOINT_ARRAYS,
-    CHECKPOINT_STATE,
-)
+from pipeline.core.layout import BEST_ARRAYS, CHECKPOINT_ARRAYS, CHECKPOINT_STATE
+
+STATE_VERSION = 2
+"""The checkpoint state's format (its ``schema_version``): a checkpoint of
+another is not resumed."""
 
 
 def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:

@@ -26,6 +26,9 @@ from pipeline.gan import networks  # noqa: F401 (registers GumbelSoftmax for loa
 from pipeline.gan.encoding import ColumnEncoder
 from pipeline.gan.trained import Conditions, TrainedGAN
 
+SCHEMA_VERSION = 2
+"""The GAN folder's format (``gan.json``'s ``schema_version``)."""
+
 
 def data_fingerprint(X: np.ndarray, y: np.ndarray) -> str:
     """sha256 of the training rows and labels: ties a fitted GAN to its data."""
@@ -77,7 +80,7 @@ def save_gan(
     save_json(
         directory / META_FILE,
         {
-            "schema_version": 2,
+            "schema_version": SCHEMA_VERSION,
             "latent_dim": trained.latent_dim,
             "n_features": trained.n_features,
             "fingerprint": trained.fingerprint,
@@ -124,10 +127,11 @@ def load_gan(directory: str | Path) -> TrainedGAN:
     filter classifier is XGBoost's own format)."""
     directory = Path(directory)
     meta = load_json(directory / META_FILE)
-    if meta.get("schema_version") != 2:
+    if meta.get("schema_version") != SCHEMA_VERSION:
         raise ArtifactError(
             f"{directory / META_FILE}: GAN folder schema_version "
-            f"{meta.get('schema_version')!r} is not supported (expected 2); "
+            f"{meta.get('schema_version')!r} is not supported "
+            f"(expected {SCHEMA_VERSION}); "
             "retrain the GAN with this version"
         )
     generator = _load_keras(directory / GENERATOR_FILE)

@@ -20,10 +20,10 @@ from pipeline.core.errors import (
     DataValidationError,
     TrainingError,
 )
+from pipeline.core.layout import BEST_ARRAYS, CHECKPOINT_ARRAYS
 from pipeline.gan.batches import batch_composition, make_training_dataset
 from pipeline.gan.checkpoints import (
-    BEST_ARRAYS,
-    CHECKPOINT_ARRAYS,
+    STATE_VERSION,
     load_arrays,
     read_checkpoint_state,
     write_checkpoint,
@@ -222,7 +222,7 @@ class _Trainer:
 
     def _state(self, fingerprint: str) -> dict[str, Any]:
         return {
-            "schema_version": 2,
+            "schema_version": STATE_VERSION,
             "step": self.step,
             "fingerprint": fingerprint,
             "random_state": self.random_state,
@@ -252,7 +252,7 @@ class _Trainer:
         if state is None:
             return False
         same = (
-            state.get("schema_version") == 2
+            state.get("schema_version") == STATE_VERSION
             and state.get("fingerprint") == fingerprint
             and state.get("random_state") == self.random_state
             and state.get("config") == self.config.model_dump(mode="json")

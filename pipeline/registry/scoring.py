@@ -5,7 +5,7 @@ fetched from the registry, checked file by file and loaded once
 from __future__ import annotations
 
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipeline.registry.serving import Detector
 from pipeline.registry.store import (
@@ -70,15 +70,3 @@ class RegisteredScorer:
             unseen=self.unseen,
             explain_flagged_only=explain_flagged_only,
         )
-
-
-def score_transactions(
-    frame: pd.DataFrame,
-    model_uri: str = DEFAULT_MODEL_URI,
-    tracking_uri: str | None = None,
-    explain: int = 0,
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Fraud probability and flag (at the detector's threshold) for each row,
-    with ``explain`` reasons."""
-    scorer = RegisteredScorer(model_uri, tracking_uri)
-    return scorer.score(frame, explain=explain), scorer.champion

@@ -93,11 +93,11 @@ class MinoritySMOTENC(SMOTENC):
     SMOTENC's new rows depend on the frauds alone (their neighbours among the
     frauds, the frauds' median spread, the neighbours' categories), but it
     one-hot encodes and copies every row of the table as a sparse matrix several
-    times over: on 500,000 training rows it peaked at 2.2 GB above its input.
-    Here the legitimate rows are set aside and handed back unchanged: the same
-    rows out, exactly (tested against imbalanced-learn's own), in a fraction of
-    the memory. Its new rows are remembered (:func:`remembered_new_rows`):
-    SMOTE, SMOTE-Tomek and SMOTE-ENN at one amount make them once."""
+    times over. Here the legitimate rows are set aside and handed back
+    unchanged: the same rows out, exactly (tested against imbalanced-learn's
+    own), without those copies of the legitimate rows. Its new rows are
+    remembered (:func:`remembered_new_rows`): SMOTE, SMOTE-Tomek and SMOTE-ENN
+    at one amount make them once."""
 
     def _fit_resample(self, X, y):
         return remembered_new_rows(self, X, y, self._resample)

@@ -24,7 +24,7 @@ from pipeline.core.artifacts import (
     write_manifest,
 )
 from pipeline.core.config import PipelineConfig
-from pipeline.data.schema import KAGGLE, SCHEMA_FILE, TableSchema
+from pipeline.data.schema import KAGGLE, TableSchema
 from pipeline.evaluation.metrics import REGISTERED_METRICS
 from pipeline.evaluation.records import save_metrics
 from pipeline.features.rows import (
@@ -341,7 +341,7 @@ def stage_report(
             layout.REPORT_FILE,
             layout.METRICS_FILE,
             layout.MANIFEST_FILE,
-            SCHEMA_FILE,
+            layout.SCHEMA_FILE,
         )
         log_results(mlflow_run, metrics, histories, [run_dir / n for n in files])
     write_index(reports_dir)

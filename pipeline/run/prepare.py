@@ -25,7 +25,7 @@ from pipeline.core.config import PipelineConfig
 from pipeline.core.days import day_numbers, day_totals
 from pipeline.core.errors import ArtifactError
 from pipeline.data.ingest import ingest_parquet, is_demo_data, read_transactions
-from pipeline.data.schema import KAGGLE, SCHEMA_FILE, TableSchema, save_schema
+from pipeline.data.schema import KAGGLE, TableSchema, save_schema
 from pipeline.features.rows import (
     SUBSETS,
 )
@@ -235,7 +235,7 @@ def stage_preprocess(
     result).
     """
     run_dir = Path(run_dir)
-    save_schema(run_dir / SCHEMA_FILE, schema)
+    save_schema(run_dir / layout.SCHEMA_FILE, schema)
     folds = None
     if config.split.mode == "rolling":
         # The windows of every fold, for the report (checked here before any work).

@@ -298,11 +298,11 @@ def test_score_by_alias_keeps_ids_and_counts_unseen_categories(
     assert np.isfinite(scores["fraud_probability"]).all()
     # The same rows scored in Python give the same numbers.
     from pipeline.data.validation import validate_frame
-    from pipeline.registry.scoring import score_transactions
+    from tests.helpers import champion_scores
 
     schema = _registered_schema(mixed_run)
     frame = validate_frame(new, path, schema=schema, labelled=False)
-    expected, _ = score_transactions(frame, tracking_uri=mixed_run["tracking_uri"])
+    expected, _ = champion_scores(frame, mixed_run["tracking_uri"])
     np.testing.assert_allclose(
         scores["fraud_probability"], expected["fraud_probability"]
     )

@@ -48,8 +48,6 @@ REFUSALS = [
       "--tracking-uri", "sqlite:///{tmp}/none.db"], "no champion model yet"),
     (["score", "--in", "{sample}", "--out", "{tmp}/s.csv", "--model-uri", "m:/x"],
      "expected models:/NAME@ALIAS"),
-    (["score", "--in", "{sample}", "--out", "{tmp}/s.csv", "--models", "{tmp}"],
-     "the model registry is MLflow's"),
     (["run", "--data", "{tmp}/nope.csv"], "no such file"),
     (["run", "--data", "{sample}", "--dask-address", "tcp://h:1"], "needs --task"),
     (["run", "--data", "{sample}", "--task-runner", "dask", "--dask-address", "h:x"],
@@ -222,7 +220,7 @@ def test_batches_are_the_file_and_errors_name_the_files_row(tmp_path, sample_pat
 
 @pytest.mark.slow
 def test_score_streams_the_input_and_matches_the_champion(finished_run, tmp_path):
-    from pipeline.registry.scoring import score_transactions
+    from tests.helpers import champion_scores
 
     result, reports = finished_run
     metrics = json.loads((reports / result["run_id"] / "metrics.json").read_text())
@@ -238,9 +236,7 @@ def test_score_streams_the_input_and_matches_the_champion(finished_run, tmp_path
     assert foreign_lines(proc.stderr) == [], proc.stderr
     scores = pd.read_parquet(out)
     frame, _ = read_transactions(sample)
-    expected, _ = score_transactions(
-        frame.drop(columns="Class"), tracking_uri=result["tracking_uri"]
-    )
+    expected, _ = champion_scores(frame.drop(columns="Class"), result["tracking_uri"])
     pd.testing.assert_frame_equal(scores, expected)
     assert "scored 20,000 rows with models:/fraudaug-detector/" in proc.stdout
     assert f"from run {result['run_id']}" in proc.stdout

@@ -16,8 +16,8 @@ import tensorflow as tf
 
 from pipeline.core.config import GANConfig
 from pipeline.core.errors import TrainingError
+from pipeline.core.layout import CHECKPOINT_STATE
 from pipeline.gan.batches import make_training_dataset
-from pipeline.gan.checkpoints import CHECKPOINT_STATE
 from pipeline.gan.model import ConditionalWGANGP
 from pipeline.gan.networks import build_critic, build_generator
 from pipeline.gan.penalty import gradient_penalty

@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from pipeline.core.errors import ArtifactError, PipelineError
-from pipeline.registry.scoring import score_transactions
+from pipeline.registry.scoring import RegisteredScorer
 from pipeline.registry.store import CHALLENGER, CHAMPION, MODEL_NAME
-from tests.helpers import offer_challenger
+from tests.helpers import champion_scores, offer_challenger
 
 
 def test_score_by_alias_and_version_and_refuse_a_tampered_one(
@@ -17,12 +17,10 @@ def test_score_by_alias_and_version_and_refuse_a_tampered_one(
 ):
     frame = candidates[0]
     with pytest.raises(PipelineError, match="no champion model yet"):
-        score_transactions(frame, tracking_uri=mlflow_store)
+        champion_scores(frame, mlflow_store)
     offer_challenger(mlflow_store, candidates, "good", "run-1")
     offer_challenger(mlflow_store, candidates, "weak", "run-2")  # challenger only
-    scores, champion = score_transactions(
-        frame.drop(columns="Class"), tracking_uri=mlflow_store
-    )
+    scores, champion = champion_scores(frame.drop(columns="Class"), mlflow_store)
     assert champion["method"] == "good" and champion["aliases"] == [CHAMPION]
     assert list(scores.columns) == ["row", "fraud_probability", "flagged"]
     assert scores["flagged"].equals(
@@ -32,14 +30,12 @@ def test_score_by_alias_and_version_and_refuse_a_tampered_one(
     y = frame["Class"].to_numpy()
     p = scores["fraud_probability"].to_numpy()
     assert p[y == 1].mean() > p[y == 0].mean() + 0.3
-    _, challenger = score_transactions(
-        frame, f"models:/{MODEL_NAME}@{CHALLENGER}", mlflow_store
-    )
-    assert challenger["method"] == "weak"
-    _, first = score_transactions(frame, f"models:/{MODEL_NAME}/1", mlflow_store)
-    assert first["run_id"] == "run-1"
+    challenger = RegisteredScorer(f"models:/{MODEL_NAME}@{CHALLENGER}", mlflow_store)
+    assert challenger.champion["method"] == "weak"
+    first = RegisteredScorer(f"models:/{MODEL_NAME}/1", mlflow_store)
+    assert first.champion["run_id"] == "run-1"
     with pytest.raises(PipelineError, match="no such model"):
-        score_transactions(frame, f"models:/{MODEL_NAME}/9", mlflow_store)
+        RegisteredScorer(f"models:/{MODEL_NAME}/9", mlflow_store)
     # Changed, missing or added files in the artifact mlflow_store are refused.
     (stored,) = (tmp_path / "mlartifacts").glob(
         f"{champion['mlflow_run_id']}/artifacts/detector"
@@ -48,19 +44,19 @@ def test_score_by_alias_and_version_and_refuse_a_tampered_one(
     original = model.read_bytes()
     model.write_bytes(original + b"x")
     with pytest.raises(ArtifactError, match="model.ubj differs from its sha256"):
-        score_transactions(frame, tracking_uri=mlflow_store)
+        champion_scores(frame, mlflow_store)
     model.write_bytes(original)
     served = stored / "code" / "pipeline" / "registry" / "serving.py"
     served.write_text(served.read_text() + "\n")
     with pytest.raises(ArtifactError, match="serving.py differs"):
-        score_transactions(frame, tracking_uri=mlflow_store)
+        champion_scores(frame, mlflow_store)
     served.write_text(served.read_text()[:-1])
     (stored / "artifacts" / "transformer.json").unlink()
     with pytest.raises(ArtifactError, match="transformer.json is missing"):
-        score_transactions(frame, tracking_uri=mlflow_store)
+        champion_scores(frame, mlflow_store)
     (stored / "artifacts" / "transformer.json").write_text("{}")
     with pytest.raises(ArtifactError, match="differs"):
-        score_transactions(frame, tracking_uri=mlflow_store)
+        champion_scores(frame, mlflow_store)
 
 
 def test_score_needs_the_feature_columns(

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from pipeline.registry.reasons import column_contributions, reason_columns, top_reasons
-from pipeline.registry.scoring import score_transactions
-from tests.helpers import ROOT, offer_challenger
+from tests.helpers import ROOT, champion_scores, offer_challenger
 
 
 def _mixed_detector(frame: pd.DataFrame, schema):
@@ -123,7 +122,7 @@ def test_the_registered_model_answers_like_score_and_never_unpickles(
     rows naming the column, without unpickling anything."""
     frame = candidates[0].drop(columns="Class").head(300)
     offer_challenger(mlflow_store, candidates, "good", "run-1")
-    expected, champion = score_transactions(frame, tracking_uri=mlflow_store, explain=3)
+    expected, champion = champion_scores(frame, mlflow_store, explain=3)
     rows = tmp_path / "rows.json"
     frame.to_json(rows, orient="split", index=False, double_precision=15)
     proc = subprocess.run(
@@ -162,7 +161,7 @@ def test_the_registered_model_answers_like_score_and_never_unpickles(
             assert (answer[column] == expected[column]).all(), column
     # MLflow wrote its registered_model_meta into the (local) store when it
     # loaded the version: fraudaug score still loads it.
-    again, _ = score_transactions(frame, tracking_uri=mlflow_store)
+    again, _ = champion_scores(frame, mlflow_store)
     assert again["fraud_probability"].equals(expected["fraud_probability"])
     missing, negative = out["errors"]
     assert "V3" in missing
@@ -235,7 +234,7 @@ def test_a_version_registered_before_serving_still_scores(
 
     frame, _, _, _, paths, transformer = candidates
     _register_pre_serving_version(mlflow_store, candidates, "good")
-    scores, champion = score_transactions(frame, tracking_uri=mlflow_store, explain=2)
+    scores, champion = champion_scores(frame, mlflow_store, explain=2)
     model = XGBClassifier()
     model.load_model(paths["good"])
     np.testing.assert_allclose(
