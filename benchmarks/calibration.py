@@ -209,7 +209,8 @@ def _fit_score(
             EvaluationConfig(),
             random_state=seed,
             n_minority=2 * n_fraud,
-            categorical_features=categorical,
+            # (the codes the rows hold: SMOTE-NC reads which columns they are)
+            category_counts={i: int(X[:, i].max()) + 1 for i in categorical},
             n_features=X.shape[1],
         )
         X_train, y_train = sampler.fit_resample(X_train, y_train)

@@ -255,13 +255,12 @@ def main(argv: list[str] | None = None) -> dict:
                 )
                 for how in ("onehot", "partition", "codes_as_numbers")
             }  # fmt: skip
-            cats = transformer.categorical_features
             smote = make_sampler(
                 "smote",
                 config.evaluation,
                 random_state=0,
                 n_minority=2 * n,
-                categorical_features=cats,
+                category_counts=transformer.category_counts,
                 n_features=X.shape[1],
             )
             X_res, _ = smote.fit_resample(X, y)

@@ -169,6 +169,14 @@ class TabularTransformer:
         """Model-space positions of the categorical columns (codes 0..K-1)."""
         return [i for i, f in enumerate(self.features_) if f["kind"] == "categorical"]
 
+    @property
+    def category_counts(self) -> dict[int, int]:
+        """Each categorical column's model-space position -> its number of
+        categories K (training rows hold codes 0..K-1; K is the unseen code)."""
+        return {
+            j: len(self.features_[j]["categories"]) for j in self.categorical_features
+        }
+
     def unseen(self, Z: np.ndarray) -> dict[str, np.ndarray]:
         """Per categorical feature, which rows of model-space ``Z`` hold a
         category the training rows never had (the "unseen" code)."""

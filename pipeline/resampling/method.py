@@ -66,8 +66,9 @@ class BuildContext:
         Fraud rows to reach (``amount="added"``); None: the shared ratio.
     n_majority : int or None
         Legitimate rows to keep (``amount="kept"``); None: the shared ratio.
-    categorical_features : list of int
-        Model-space columns holding category codes.
+    category_counts : dict of int to int
+        Model-space columns holding category codes -> their number of
+        categories (the transformer's ``category_counts``).
     n_features : int
     gan : GANConfig or None
     gan_dir : str or None
@@ -80,11 +81,16 @@ class BuildContext:
     random_state: int
     n_minority: int | None = None
     n_majority: int | None = None
-    categorical_features: list[int] = field(default_factory=list)
+    category_counts: dict[int, int] = field(default_factory=dict)
     n_features: int | None = None
     gan: GANConfig | None = None
     gan_dir: str | None = None
     generator: Any = None
+
+    @property
+    def categorical_features(self) -> list[int]:
+        """Model-space columns holding category codes."""
+        return sorted(self.category_counts)
 
     @property
     def minority_strategy(self) -> float | dict[int, int]:

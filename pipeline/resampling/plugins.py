@@ -10,6 +10,14 @@ take plugins); chosen like the built-in ones (``evaluation.methods``).
     ``_sampling_type`` is ``"under-sampling"`` (imbalanced-learn's marker) keeps
     legitimate rows; any other adds fraud rows, the original rows first.
 
+    On a table with categorical columns a sampler sees each of them one-hot (a
+    block of 0/1 columns, one per category) and its rows come back with each
+    block's largest value as the category: any imbalanced-learn sampler runs,
+    an interpolating one too. A sampler that takes the category codes as they
+    are (SMOTENC-like) says so: its class declares ``fraudaug_categories =
+    "codes"``, or its constructor takes imbalanced-learn's
+    ``categorical_features``, which is then given the codes' column positions.
+
 ``fraudaug.generators``
     A class shaped like SDV's single-table synthesizers:
     ``Generator(metadata: dict, random_state: int)`` (the metadata: the table's
@@ -33,6 +41,7 @@ failed, with its reason in the report; the run completes.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from importlib import metadata
 from typing import Any
@@ -77,6 +86,30 @@ def _summary(cls: Any, fallback: str) -> str:
     return " ".join(doc.split("\n\n")[0].split()) or fallback
 
 
+CATEGORIES = ("one-hot", "codes")
+"""How a sampler plugin sees categorical columns (``fraudaug_categories``)."""
+
+
+def _takes(cls: Any, parameter: str) -> bool:
+    """Whether ``cls``'s constructor takes ``parameter``."""
+    try:
+        return parameter in inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # no signature to read
+        return False
+
+
+def takes_codes(cls: Any) -> tuple[bool, str]:
+    """Whether a sampler class takes category codes as they are (its declared
+    ``fraudaug_categories``, else whether its constructor takes
+    ``categorical_features``), or ``(False, why the declaration is refused)``."""
+    declared = getattr(cls, "fraudaug_categories", None)
+    if declared is None:
+        return _takes(cls, "categorical_features"), ""
+    if declared not in CATEGORIES:
+        return False, f"fraudaug_categories {declared!r} is not one of {CATEGORIES}"
+    return declared == "codes", ""
+
+
 def _complexity(cls: Any) -> tuple[Complexity, str]:
     """The class's declared ``fraudaug_complexity`` (default: a generator's
     level), or the default and why the declaration is refused."""
@@ -98,7 +131,7 @@ def plugin_methods() -> tuple[Method, ...]:
     for entry in _entry_points(SAMPLERS_GROUP):
         cls, broken = _load(entry)
         complexity, refused = _complexity(cls)
-        broken = broken or refused
+        broken = broken or refused or (cls is not None and takes_codes(cls)[1])
         under = getattr(cls, "_sampling_type", None) == "under-sampling"
         found.append(
             Method(
@@ -159,20 +192,116 @@ def _broken(reason: str):
 def _sampler_builder(cls: Any):
     def build(context: BuildContext):
         under = getattr(cls, "_sampling_type", None) == "under-sampling"
+        codes, _ = takes_codes(cls)
+        arguments: dict[str, Any] = {
+            "sampling_strategy": (
+                context.majority_strategy if under else context.minority_strategy
+            ),
+            "random_state": context.random_state,
+        }
+        if (
+            codes
+            and context.categorical_features
+            and _takes(cls, "categorical_features")
+        ):
+            arguments["categorical_features"] = context.categorical_features
         try:
-            sampler = cls(
-                sampling_strategy=(
-                    context.majority_strategy if under else context.minority_strategy
-                ),
-                random_state=context.random_state,
-            )
+            sampler = cls(**arguments)
         except Exception as exc:
             raise PluginError(f"{cls.__name__}(...) raised: {exc}") from exc
         if not callable(getattr(sampler, "fit_resample", None)):
             raise PluginError(f"{cls.__name__} has no fit_resample")
+        if context.category_counts and not codes:
+            return OneHotCategories(sampler, context.category_counts)
         return sampler
 
     return build
+
+
+class OneHotCategories:
+    """A sampler run on rows whose categorical columns are one-hot: each column of
+    codes becomes a block of 0/1 columns (one per category) before the sampler,
+    and each block of the rows it returns becomes the code of its largest value
+    again (so an interpolated row takes its nearest category; rows the sampler
+    kept come back exactly). Everything else (``sample_indices_``, a combined
+    sampler's cleaner, imbalanced-learn's ``_sampling_type``) is the sampler's.
+
+    Parameters
+    ----------
+    sampler : object
+        The sampler (``fit_resample``).
+    category_counts : dict of int to int
+        Model-space columns holding category codes -> their number of categories.
+
+    Notes
+    -----
+    The one-hot rows are dense ``float64``: the training rows' width grows by
+    the categories' count less the categorical columns (8 bytes a cell).
+    """
+
+    def __init__(self, sampler: Any, category_counts: dict[int, int]):
+        self.sampler = sampler
+        self.category_counts = dict(category_counts)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("sampler", "category_counts"):  # (not yet set: no recursion)
+            raise AttributeError(name)
+        return getattr(self.sampler, name)
+
+    @property
+    def name(self) -> str:
+        """The sampler's class name (for messages)."""
+        return type(self.sampler).__name__
+
+    def _widths(self, n_features: int) -> list[int]:
+        return [self.category_counts.get(j, 1) for j in range(n_features)]
+
+    def encode(self, X: np.ndarray) -> np.ndarray:
+        """``X`` with each categorical column one-hot, in place of its codes."""
+        X = np.asarray(X)
+        blocks = []
+        for j, width in enumerate(self._widths(X.shape[1])):
+            column = X[:, j].astype(np.float64)
+            if j in self.category_counts:
+                one_hot = np.zeros((len(X), width))
+                one_hot[np.arange(len(X)), column.astype(np.int64)] = 1.0
+                blocks.append(one_hot)
+            else:
+                blocks.append(column[:, None])
+        return np.hstack(blocks) if blocks else np.empty((len(X), 0))
+
+    def decode(self, encoded: np.ndarray, n_features: int, dtype) -> np.ndarray:
+        """The model-space rows of one-hot ``encoded``: each block's largest
+        value's position is its column's code."""
+        encoded = np.asarray(encoded)
+        out = np.empty((len(encoded), n_features), dtype=dtype)
+        start = 0
+        for j, width in enumerate(self._widths(n_features)):
+            block = encoded[:, start : start + width]
+            out[:, j] = (
+                block.argmax(axis=1) if j in self.category_counts else block[:, 0]
+            )
+            start += width
+        return out
+
+    def fit_resample(self, X, y):
+        X = np.asarray(X)
+        for j, width in self.category_counts.items():
+            codes = X[:, j]
+            if ((codes != np.round(codes)) | (codes < 0) | (codes >= width)).any():
+                raise PluginError(
+                    f"column {j} holds values that are not category codes 0 to "
+                    f"{width - 1}"
+                )
+        encoded, y_res = self.sampler.fit_resample(self.encode(X), y)
+        width = sum(self._widths(X.shape[1]))
+        if np.ndim(encoded) != 2 or np.shape(encoded)[1] != width:
+            raise PluginError(
+                f"{self.name}.fit_resample returned rows of shape "
+                f"{np.shape(encoded)}; the rows it was given have {width} columns "
+                "(the categorical ones one-hot)"
+            )
+        return self.decode(encoded, X.shape[1], X.dtype), y_res
 
 
 def _generator_builder():

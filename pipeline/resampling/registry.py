@@ -6,8 +6,10 @@ module (:mod:`~pipeline.resampling.baseline`, :mod:`~pipeline.resampling.over_sa
 
 The config's validation, the amounts, the fits, the comparison, the report, the
 command line (``fraudaug methods``) and the docs read this registry; no other
-module types a method's name. Importing it is cheap: a method's sampler classes
-are imported when it is built, and a plugin's code when it is used.
+module types a method's name. A built-in method's sampler classes are imported
+when it is built; listing the methods imports every installed plugin (its class
+says its family, amount and summary; one that fails to import is listed with its
+reason).
 """
 
 from __future__ import annotations
@@ -122,10 +124,11 @@ def make_sampler(
     random_state: int,
     n_minority: int | None = None,
     n_majority: int | None = None,
-    categorical_features: list[int] | None = None,
+    category_counts: dict[int, int] | None = None,
     n_features: int | None = None,
     gan: GANConfig | None = None,
     gan_dir: str | None = None,
+    generator: Any = None,
 ):
     """The sampler of method ``name`` at one amount (None for a method that
     resamples nothing): ``n_minority`` fraud rows to reach, or ``n_majority``
@@ -140,9 +143,10 @@ def make_sampler(
             random_state=random_state % 2**31,
             n_minority=n_minority,
             n_majority=n_majority,
-            categorical_features=list(categorical_features or []),
+            category_counts=dict(category_counts or {}),
             n_features=n_features,
             gan=gan,
             gan_dir=gan_dir,
+            generator=generator,
         )
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.core.memory import bounded_neighbour_search
-from pipeline.resampling.plugins import PluginError
+from pipeline.resampling.plugins import OneHotCategories, PluginError
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ def kept_rows(sampler, n_original: int, n_resampled: int) -> np.ndarray:
 
 
 def _check_output(sampler, X, X_res, y_res, categories: dict[int, int]) -> None:
-    name = type(sampler).__name__
+    inner = sampler.sampler if isinstance(sampler, OneHotCategories) else sampler
+    name = type(inner).__name__
     X_res = np.asarray(X_res)
     if X_res.ndim != 2 or X_res.shape[1] != np.shape(X)[1]:
         raise PluginError(

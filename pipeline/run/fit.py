@@ -241,24 +241,21 @@ def _build(
     """The method's sampler at ``amount`` (None: it resamples nothing) and the
     shared detector (its frauds weighed up when the method reweights)."""
     from pipeline.detector.model import make_detector
-    from pipeline.resampling.method import BuildContext
+    from pipeline.resampling import registry
 
     transformer = data["transformer"]
-    sampler = None
-    if method.build is not None:
-        sampler = method.build(
-            BuildContext(
-                evaluation=config.evaluation,
-                random_state=sampler_seed % 2**31,
-                n_minority=amount if method.amount == "added" else None,
-                n_majority=amount if method.amount == "kept" else None,
-                categorical_features=list(transformer.categorical_features),
-                n_features=len(transformer.feature_names),
-                gan=config.gan,
-                gan_dir=None if gan_dir is None else str(gan_dir),
-                generator=generator,
-            )
-        )
+    sampler = registry.make_sampler(
+        method.name,
+        config.evaluation,
+        random_state=sampler_seed,
+        n_minority=amount if method.amount == "added" else None,
+        n_majority=amount if method.amount == "kept" else None,
+        category_counts=transformer.category_counts,
+        n_features=len(transformer.feature_names),
+        gan=config.gan,
+        gan_dir=None if gan_dir is None else str(gan_dir),
+        generator=generator,
+    )
     weight = None
     if method.reweights is not None:
         weight = method.reweights(data["train"]["y"], data["train"]["weight"])
@@ -308,10 +305,7 @@ def _fit(data, method, config, sampler, detector, scores_path, detector_seed):
         sample_weight=train["weight"],
         synthetic_weight=config.evaluation.synthetic_weight / share,
         check=not method.built_in,
-        categories={
-            j: len(transformer.features_[j]["categories"])
-            for j in transformer.categorical_features
-        },
+        categories=transformer.category_counts,
     )
     if config.detector.tune:
         from pipeline.detector.tuning import tune_detector

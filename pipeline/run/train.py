@@ -216,7 +216,7 @@ def _fidelity(
         config.evaluation,
         random_state=sampler_seed,
         n_minority=int(y.sum()) + n_rows,
-        categorical_features=transformer.categorical_features,
+        category_counts=transformer.category_counts,
         n_features=X.shape[1],
     )
     result: dict[str, Any] = {"split": split, "reference": reference}

@@ -183,7 +183,7 @@ def test_the_smote_family_never_hands_over_a_fractional_category(mixed_space, me
         EvaluationConfig(),
         random_state=0,
         n_minority=target,
-        categorical_features=cats,
+        category_counts=transformer.category_counts,
         n_features=X.shape[1],
     )
     X_res, y_res = sampler.fit_resample(X, y)

@@ -240,3 +240,82 @@ def test_plugins_go_through_the_whole_protocol_and_a_broken_one_costs_itself(
         f"raising, shuffled: {PLUGIN}"
     )
     assert set(tracked.data.tags["fraudaug.failed_methods"].split(", ")) == set(BROKEN)
+
+
+@pytest.fixture(scope="module")
+def mixed_space(validated):
+    """The mixed table in model space (categorical columns as codes) and its
+    fitted transformer."""
+    frame, transformer = validated
+    y = frame[transformer.schema.label.column].to_numpy(np.int64)
+    return transformer.transform(frame), y, transformer
+
+
+@pytest.mark.parametrize("name", ["stock_kmeans_smote", "stock_svm_smote"])
+def test_a_stock_interpolating_sampler_runs_on_a_mixed_table_one_hot(mixed_space, name):
+    """imbalanced-learn's own over-samplers, installed as plugins (no fraudaug
+    code): on a table with categorical columns each sees them one-hot and its
+    rows come back as codes the table has — whole, in range, the training rows
+    first — so the contract check passes where the codes alone failed."""
+    from pipeline.resampling.plugins import OneHotCategories
+
+    X, y, transformer = mixed_space
+    counts = transformer.category_counts
+    assert counts  # (the table has categorical columns)
+    target = 2 * int(y.sum())
+    evaluation = load_config("smoke").evaluation
+    sampler = registry.make_sampler(
+        name, evaluation, random_state=0, n_minority=target, category_counts=counts
+    )
+    assert isinstance(sampler, OneHotCategories)
+    rows = resample(sampler, X, y, check=True, categories=counts)
+    assert rows.n_added > 0 and (rows.y[len(y) :] == 1).all()
+    np.testing.assert_array_equal(rows.X[: len(X)], X)
+    new = rows.X[len(X) :]
+    for j, k in counts.items():
+        assert set(np.unique(new[:, j])) <= set(range(k))
+    # Numeric columns are the sampler's own: interpolated, not copied rows.
+    numeric = [j for j in range(X.shape[1]) if j not in counts]
+    assert len(np.unique(new[:, numeric], axis=0)) > len(new) // 2
+    # On the codes themselves (what a plugin sampler used to get) it fails.
+    bare = sampler.sampler
+    with pytest.raises(PluginError, match="which holds category codes"):
+        resample(bare, X, y, check=True, categories=counts)
+
+
+def test_a_sampler_that_takes_codes_gets_them_and_their_columns(mixed_space):
+    """A sampler whose constructor takes imbalanced-learn's categorical_features
+    (SMOTENC) is handed the codes and their columns, not one-hot; a class may
+    say either way itself, and a declaration that is neither is refused."""
+    from pipeline.resampling import plugins
+
+    X, y, transformer = mixed_space
+    counts = transformer.category_counts
+    sampler = registry.make_sampler(
+        "stock_smotenc",
+        load_config("smoke").evaluation,
+        random_state=0,
+        n_minority=2 * int(y.sum()),
+        category_counts=counts,
+    )
+    assert not isinstance(sampler, plugins.OneHotCategories)
+    assert list(sampler.categorical_features) == sorted(counts)
+    rows = resample(sampler, X, y, check=True, categories=counts)
+    assert rows.n_added == int(y.sum())
+
+    class Declared:
+        fraudaug_categories = "codes"
+
+    class Odd:
+        fraudaug_categories = "ordinal"
+
+    assert plugins.takes_codes(Declared) == (True, "")
+    assert plugins.takes_codes(type("Plain", (), {})) == (False, "")
+    assert plugins.takes_codes(Odd)[1] == (
+        "fraudaug_categories 'ordinal' is not one of ('one-hot', 'codes')"
+    )
+    # On a table of numbers only nothing is wrapped.
+    plain = registry.make_sampler(
+        "stock_kmeans_smote", load_config("smoke").evaluation, random_state=0
+    )
+    assert not isinstance(plain, plugins.OneHotCategories)
