@@ -218,6 +218,12 @@ def _sampler_builder(cls: Any):
     return build
 
 
+def not_codes(values: np.ndarray, n_categories: int) -> np.ndarray:
+    """Which of ``values`` are no category code 0..``n_categories``-1 (not whole,
+    or out of range)."""
+    return (values != np.round(values)) | (values < 0) | (values >= n_categories)
+
+
 class OneHotCategories:
     """A sampler run on rows whose categorical columns are one-hot: each column of
     codes becomes a block of 0/1 columns (one per category) before the sampler,
@@ -287,8 +293,7 @@ class OneHotCategories:
     def fit_resample(self, X, y):
         X = np.asarray(X)
         for j, width in self.category_counts.items():
-            codes = X[:, j]
-            if ((codes != np.round(codes)) | (codes < 0) | (codes >= width)).any():
+            if not_codes(X[:, j], width).any():
                 raise PluginError(
                     f"column {j} holds values that are not category codes 0 to "
                     f"{width - 1}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.core.memory import bounded_neighbour_search
-from pipeline.resampling.plugins import OneHotCategories, PluginError
+from pipeline.resampling.plugins import OneHotCategories, PluginError, not_codes
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def _check_output(sampler, X, X_res, y_res, categories: dict[int, int]) -> None:
         raise PluginError(f"{name}.fit_resample returned missing or infinite values")
     for column, n_categories in categories.items():
         codes = X_res[:, column]
-        bad = (codes != np.round(codes)) | (codes < 0) | (codes >= n_categories)
+        bad = not_codes(codes, n_categories)
         if bad.any():
             raise PluginError(
                 f"{name}.fit_resample returned {codes[bad][0]!r} in column {column}, "
