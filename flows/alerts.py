@@ -11,7 +11,6 @@ notification block by its ``TYPE/NAME`` slug (Slack, Microsoft Teams, e-mail …
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import logging
 import os
@@ -93,9 +92,16 @@ def tell_terminated(*, stages: list[str], run_id: str | None, data: str) -> None
     event = terminated_event(
         signal=interrupts.how(), stages=stages, run_id=run_id, data=data, at=_now()
     )
-    with contextlib.suppress(Exception):
-        check_server()  # else nothing: Prefect would start a server to send it
-        _send(event, timeout=5)
+    with interrupts.telling(TERMINATED_EVENT):
+        try:
+            check_server()  # else nothing: Prefect would start a server to send it
+            _send(event, timeout=5)
+        except Exception:
+            interrupts.not_told(TERMINATED_EVENT)
+
+
+TERMINATED_EVENT = "the Prefect server (no fraudaug.run.terminated event)"
+"""What a stopped run's last line says when its event could not be sent."""
 
 
 def _now() -> str:

@@ -39,6 +39,7 @@ from pipeline.data.schema import (
     BUILT_IN,
 )
 from pipeline.registry.store import DEFAULT_MODEL_URI  # (stdlib only at import)
+from pipeline.registry.tracking import MLFLOW_RUN_END
 
 logger = logging.getLogger("flows.cli")
 
@@ -407,18 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not interrupts.stopped_by(exc):
             raise  # a bug: its traceback
         interrupted = interrupts.interrupted(exc)
-        after = (
-            "the run stopped (its MLflow run is marked KILLED; the same command "
-            "resumes it)"
-            if args.command == "run"
-            else "nothing was written"
-        )
-        print(
-            f"fraudaug: {'interrupted' if interrupted else 'terminated'}; {after}",
-            file=sys.stderr,
-        )
-        if _quiet_after_stop:
-            _say_nothing_more()
+        _last_line(args.command, interrupted, interrupts.untold())
         return EXIT_STOPPED[0] if interrupted else EXIT_STOPPED[1]
     finally:
         if previous is not None:
@@ -430,6 +420,46 @@ EXIT_STOPPED = (130, 143)
 
 _quiet_after_stop = False
 """Set by :func:`entry`: the stopped command's line is the last thing it says."""
+_SAID = threading.Lock()
+"""Held by whoever says a stopped command's last line (the command, or the
+stop's deadline: :func:`_overdue`): one of them says it."""
+
+
+def _last_line(command: str, interrupted: bool, untold: list[str]) -> None:
+    """A stopped command's one line: how it stopped, what it left, and what it
+    could not tell (services that did not answer: :func:`interrupts.telling`).
+    Said once; after it, nothing more where :func:`entry` runs the command."""
+    if not _SAID.acquire(blocking=False):
+        return
+    if command != "run":
+        after = "nothing was written"
+    elif MLFLOW_RUN_END in untold:
+        after = "the run stopped (the same command resumes it)"
+    else:
+        after = (
+            "the run stopped (its MLflow run is marked KILLED; the same command "
+            "resumes it)"
+        )
+    if untold:
+        after += f"; not told: {'; '.join(untold)}"
+    print(
+        f"fraudaug: {'interrupted' if interrupted else 'terminated'}; {after}",
+        file=sys.stderr,
+    )
+    if _quiet_after_stop:  # the process ends: the line stays said
+        _say_nothing_more()
+    else:  # main() called again in this process (tests)
+        _SAID.release()
+
+
+def _overdue(command: str, by_ctrl_c: bool) -> None:
+    """The stop's deadline (:data:`interrupts.GRACE_S` after it, in a thread of
+    its own): the command is still unwinding, held up by a service that does
+    not answer (or a loop that does not look): its line, with what it was still
+    telling, and the end of the process."""
+    _last_line(command, by_ctrl_c, interrupts.untold())
+    sys.stdout.flush()
+    os._exit(EXIT_STOPPED[0] if by_ctrl_c else EXIT_STOPPED[1])
 
 
 def _say_nothing_more() -> None:
@@ -456,6 +486,8 @@ def entry() -> None:
     """
     global _quiet_after_stop
     _quiet_after_stop = True
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
+    interrupts.deadline(lambda by_ctrl_c: _overdue(command, by_ctrl_c))
     code = main()
     if code in EXIT_STOPPED and threading.active_count() > 1:
         sys.stdout.flush()

@@ -334,6 +334,11 @@ def _prefect_server_named() -> bool:
     return bool(os.environ.get("PREFECT_API_URL"))
 
 
+FLOW_RUN_END = "its flow run's end (Prefect still shows it Running)"
+"""What a stopped run's last line says when its flow run's end was still being
+told to the Prefect server (and its Dask cluster closed) at the stop's deadline."""
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     _set_prefect_env()
     try:
@@ -354,7 +359,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flows.server import temporary_server
 
     flow = with_task_runner(args.task_runner, args.dask_address)
-    with temporary_server():  # ends with the command, however it ends
+    with (
+        temporary_server(),  # ends with the command, however it ends
+        interrupts.telling(FLOW_RUN_END),  # a stopped run's end, to Prefect/Dask
+    ):
         result = flow(
             data_path=str(data),
             profile=args.profile,

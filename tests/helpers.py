@@ -409,10 +409,11 @@ def prefect_home(root: Path) -> str:
 
 
 @contextlib.contextmanager
-def prefect_server(root: Path):
+def prefect_server(root: Path, started: list | None = None):
     """A real ``prefect server start`` on a free loopback port (logs in
     ``root/logs``); yields the environment that points a client or a
-    ``fraudaug`` command at it. Stopped on exit."""
+    ``fraudaug`` command at it. Stopped on exit. ``started``: a list the
+    server's process is appended to (a test that stops it itself)."""
     import subprocess
     import sys
     import urllib.request
@@ -446,6 +447,8 @@ def prefect_server(root: Path):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
+    if started is not None:
+        started.append(server)
     try:
         _wait(healthy, server, "prefect server did not start", logs / "server.log")
         yield env

@@ -14,19 +14,43 @@ A Prefect flow run replaces the SIGTERM handler with its own for as long as it
 runs (its handler records nothing: a SIGTERM lost inside TensorFlow during a run
 was an exit 1 with a traceback). A flow that a command with these handlers runs
 puts them back for its body (:func:`handled_here`).
+
+An exception raised inside a callback that C code cannot pass on (a weakref's
+callback, a ``__del__``) is swallowed by CPython ("Exception ignored in …") and
+the code around it goes on: long loops in the main thread ask :func:`check`
+between their steps. Whatever still holds the command up — a loop that does not
+ask, a service that no longer answers (a Prefect server, a Dask scheduler, an
+MLflow store stopped at the same moment) — a stop is bounded: the command that
+arms :func:`deadline` is ended :data:`GRACE_S` seconds after the stop, saying
+what it could not tell (:func:`telling`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
+
+GRACE_S = 8.0
+"""Seconds a stopped command has to unwind before :func:`deadline`'s action
+ends it (an operator's stop must end within 10 s)."""
+QUIETED = ("prefect", "distributed")
+"""Loggers whose warnings and errors are dropped once a stop is asked for: a
+stopped command's last lines are its own (its flow run's state among them),
+not the retries and tracebacks of services stopped beside it."""
 
 _REQUESTED = threading.Event()
 _BY_CTRL_C = threading.Event()
 _INSTALLED = threading.Event()
+_ON_DEADLINE: list[Callable[[bool], None]] = []
+_HOOKS: list[Any] = []  # sys.unraisablehook before install()
+_UNTOLD: list[str] = []
+_TELLING: list[str] = []
 
 
 class Terminated(BaseException):
@@ -35,15 +59,90 @@ class Terminated(BaseException):
 
 def on_sigterm(signum, frame) -> None:
     """The SIGTERM handler (install it in the main thread)."""
-    _REQUESTED.set()
+    _request()
     raise Terminated
 
 
 def on_sigint(signum, frame) -> None:
     """The SIGINT (Ctrl-C) handler (install it in the main thread)."""
     _BY_CTRL_C.set()
-    _REQUESTED.set()
+    _request()
     raise KeyboardInterrupt
+
+
+def _request() -> None:
+    if _REQUESTED.is_set():
+        return
+    _REQUESTED.set()
+    if _ON_DEADLINE:
+        watch = threading.Thread(target=_watch, name="fraudaug-stop", daemon=True)
+        watch.start()
+
+
+def _watch() -> None:
+    """A stop's watch (its own thread): third-party loggers quiet now, the
+    deadline's action after :data:`GRACE_S` seconds if the process still runs."""
+    logging.raiseExceptions = False  # a log batch a stopped server refuses
+    for name in [*QUIETED, *list(logging.Logger.manager.loggerDict)]:
+        if name.split(".")[0] in QUIETED:  # (some ignore levels: a filter)
+            logging.getLogger(name).addFilter(_no_warnings)
+    by_ctrl_c = _BY_CTRL_C.is_set()
+    time.sleep(GRACE_S)
+    for action in _ON_DEADLINE:
+        action(by_ctrl_c)
+
+
+def _no_warnings(record: logging.LogRecord) -> bool:
+    return record.levelno < logging.WARNING and not record.exc_info
+
+
+def deadline(action: Callable[[bool], None]) -> None:
+    """Arm the stop's deadline (a command's process, once): :data:`GRACE_S`
+    seconds after a stop is asked for, ``action(by_ctrl_c)`` runs in a thread
+    of its own if the process still runs; it must end the process
+    (``os._exit``)."""
+    _ON_DEADLINE[:] = [action]
+
+
+def check() -> None:
+    """Raise the stop asked for again (``KeyboardInterrupt`` for Ctrl-C, else
+    :class:`Terminated`): for the main thread's long loops, between steps, in
+    case the handler's exception was swallowed."""
+    if _REQUESTED.is_set():
+        raise KeyboardInterrupt if _BY_CTRL_C.is_set() else Terminated
+
+
+@contextlib.contextmanager
+def telling(what: str) -> Iterator[None]:
+    """Around a command's word to a service (``what``: whom, and what is left
+    unknown there if the word never arrives, e.g. "the MLflow store (its run
+    still shows RUNNING)"): if the stop's deadline comes while it is said, the
+    command's last line names it (:func:`untold`)."""
+    _TELLING.append(what)
+    try:
+        yield
+    finally:
+        _TELLING.remove(what)
+
+
+def not_told(what: str) -> None:
+    """A stopping command could not say ``what`` (:func:`telling`): its service
+    failed it. Its last line names it."""
+    if what not in _UNTOLD:
+        _UNTOLD.append(what)
+
+
+def untold() -> list[str]:
+    """What a stopping command could not tell, then what it is still telling."""
+    return [*_UNTOLD, *(w for w in reversed(_TELLING) if w not in _UNTOLD)]
+
+
+def _quiet_unraisable(unraisable: Any) -> None:
+    """``sys.unraisablehook`` while the command's handlers are in place: a stop
+    swallowed in a callback says nothing (it is asked for again: :func:`check`)."""
+    if issubclass(unraisable.exc_type, Terminated | KeyboardInterrupt) and requested():
+        return
+    (_HOOKS[-1] if _HOOKS else sys.__unraisablehook__)(unraisable)
 
 
 def install() -> tuple[Any, Any] | None:
@@ -63,13 +162,18 @@ def install() -> tuple[Any, Any] | None:
     except ValueError:  # not the main thread
         return None
     _INSTALLED.set()
+    _HOOKS.append(sys.unraisablehook)
+    sys.unraisablehook = _quiet_unraisable
     return previous
 
 
 def restore(previous: tuple[Any, Any]) -> None:
-    """Put back the handlers :func:`install` replaced; forget any request."""
+    """Put back the handlers :func:`install` replaced; forget any request (an
+    armed deadline stays: the process is still ending)."""
     signal.signal(signal.SIGTERM, previous[0])
     signal.signal(signal.SIGINT, previous[1])
+    if _HOOKS:
+        sys.unraisablehook = _HOOKS.pop()
     _INSTALLED.clear()
     clear()
 
@@ -120,6 +224,8 @@ def stopped_by(exc: BaseException) -> bool:
 
 
 def clear() -> None:
-    """Forget a request (when the command's handlers are removed)."""
+    """Forget a request and what it left untold (when the command's handlers
+    are removed)."""
     _REQUESTED.clear()
     _BY_CTRL_C.clear()
+    _UNTOLD.clear()

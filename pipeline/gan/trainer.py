@@ -12,6 +12,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from pipeline.core import interrupts
 from pipeline.core.backend import describe_device
 from pipeline.core.config import GANConfig
 from pipeline.core.errors import (
@@ -349,7 +350,12 @@ class _Trainer:
                 )
                 self.gan.max_consecutive_nonfinite.assign(0)
                 out = self.gan.fit(
-                    dataset, epochs=1, steps_per_epoch=n, verbose=0, shuffle=False
+                    dataset,
+                    epochs=1,
+                    steps_per_epoch=n,
+                    verbose=0,
+                    shuffle=False,
+                    callbacks=[_StopWhenAsked()],
                 )
                 self.step += n
                 logs = {k: float(v[-1]) for k, v in out.history.items()}
@@ -422,6 +428,16 @@ class _Trainer:
             rate,
             eta,
         )
+
+
+class _StopWhenAsked(keras.callbacks.Callback):
+    """A stop (SIGTERM, Ctrl-C) asked for ends training at the next step, even
+    where its exception was swallowed inside TensorFlow
+    (:mod:`pipeline.core.interrupts`). At a batch's beginning, which has no logs
+    to fetch from the device: the steps are not synchronised by it."""
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        interrupts.check()
 
 
 def train_cwgan_gp(

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.core import interrupts
 from pipeline.core.errors import ConfigError
 from pipeline.core.paths import check_writable
 
@@ -362,12 +363,22 @@ def finish_tracking(
     store that fails here is logged, never raised over the run's own outcome."""
     if not mlflow_run:
         return
-    try:
-        client = mlflow_client(mlflow_run["uri"])
-        client.set_tag(mlflow_run["run_id"], "fraudaug.state", status.lower())
-        client.set_terminated(mlflow_run["run_id"], status=status)
-    except Exception as exc:  # the run's own error matters more
-        logger.warning("could not close MLflow run %s: %s", mlflow_run["run_id"], exc)
+    with interrupts.telling(MLFLOW_RUN_END):
+        try:
+            client = mlflow_client(mlflow_run["uri"])
+            client.set_tag(mlflow_run["run_id"], "fraudaug.state", status.lower())
+            client.set_terminated(mlflow_run["run_id"], status=status)
+        except Exception as exc:  # the run's own error matters more
+            if interrupts.requested():  # a stopped command's last line says so
+                interrupts.not_told(MLFLOW_RUN_END)
+                return
+            logger.warning(
+                "could not close MLflow run %s: %s", mlflow_run["run_id"], exc
+            )
+
+
+MLFLOW_RUN_END = "the MLflow store (its run still shows RUNNING)"
+"""What a stopped run's last line says when its MLflow run could not be closed."""
 
 
 def run_link(mlflow_run: dict[str, str]) -> str:

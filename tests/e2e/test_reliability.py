@@ -291,6 +291,72 @@ def test_a_terminated_run_is_a_killed_mlflow_run_with_nothing_registered(
     assert list(client.search_registered_models()) == []
 
 
+def test_a_stop_with_its_services_stopped_beside_it_ends_within_ten_seconds(
+    tmp_path, sample_path
+):
+    """An operator stops the whole stack at once (``docker compose down``): SIGTERM
+    to a run training its GAN, to its Prefect server and to its Dask scheduler
+    and workers. The run used to retry the dead server for minutes; it exits 143
+    within 10 s, its MLflow run KILLED, no third-party traceback, and its one
+    line says what it could not tell the server."""
+    from tests.helpers import free_port, prefect_server, stop_group
+
+    port = free_port()
+    dask = Path(sys.executable).parent / "dask"
+    cluster = [
+        subprocess.Popen(
+            [str(dask), *args, "--no-dashboard"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for args in (
+            ["scheduler", "--host", "127.0.0.1", "--port", str(port)],
+            ["worker", f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--nthreads", "1"],
+        )
+    ]
+    server: list = []
+    err = tmp_path / "err.log"
+    try:
+        with prefect_server(tmp_path, server) as env, open(err, "w") as stderr:
+            proc = subprocess.Popen(
+                [
+                    FRAUDAUG, "run", "--data", str(sample_path), "--profile", "smoke",
+                    "--reports", str(tmp_path / "reports"), "--task-runner", "dask",
+                    "--dask-address", f"tcp://127.0.0.1:{port}",
+                    *[x for item in GAN_AND_NONE for x in ("--set", item)],
+                    "--set", f"data.cache_dir={json.dumps(str(tmp_path / 'cache'))}",
+                ],
+                cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+            )  # fmt: skip
+            _wait_for_line(proc, err, "training cWGAN-GP")
+            before = len(err.read_text())
+            proc.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            for service in (*server, *cluster):
+                os.killpg(service.pid, signal.SIGTERM)
+            assert proc.wait(60) == 143, err.read_text()[-4000:]
+            waited = time.monotonic() - sent
+    finally:
+        for process in cluster:
+            stop_group(process)
+    after = err.read_text()[before:]
+    assert waited < 10, (waited, after[-3000:])
+    assert "Traceback" not in after and "ERROR" not in after, after[-3000:]
+    last = after.strip().splitlines()[-1]
+    assert last.startswith(
+        "fraudaug: terminated; the run stopped (its MLflow run is marked KILLED"
+    ), last
+    assert "not told: the Prefect server (no fraudaug.run.terminated event)" in last
+    from pipeline.registry.tracking import mlflow_client
+
+    client = mlflow_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("fraud-augmentation")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "KILLED"
+
+
 @pytest.mark.slow
 def test_a_terminated_run_does_not_wait_for_the_fit_it_is_running(
     tmp_path, sample_path

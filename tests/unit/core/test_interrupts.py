@@ -107,3 +107,80 @@ def test_a_signal_ignored_when_the_command_started_stays_ignored():
     finally:
         signal.signal(signal.SIGTERM, before[0])
         signal.signal(signal.SIGINT, before[1])
+
+
+def test_a_stop_swallowed_in_a_callback_is_asked_for_again_and_says_nothing(capsys):
+    """SIGTERM landing in a weakref's callback (seen in a run: the GAN went on
+    training for minutes) is swallowed by CPython: it prints nothing, and the
+    main thread's loops raise it again (:func:`interrupts.check`)."""
+    import gc
+    import weakref
+
+    class Held:
+        pass
+
+    previous = interrupts.install()
+    try:
+        interrupts.check()  # nothing asked for: nothing raised
+        held = Held()
+        ref = weakref.ref(held, lambda _: interrupts.on_sigterm(signal.SIGTERM, None))
+        del held
+        gc.collect()
+        assert ref() is None
+        assert capsys.readouterr().err == ""
+        with pytest.raises(interrupts.Terminated):
+            interrupts.check()
+    finally:
+        interrupts.restore(previous)
+    interrupts.check()  # forgotten with the command's handlers
+
+
+DEADLINE_SCRIPT = """
+import sys, time
+from flows import cli
+from pipeline.core import interrupts
+from pipeline.registry.tracking import MLFLOW_RUN_END
+
+interrupts.GRACE_S = 1.0
+
+def stuck(args):
+    try:
+        print("running", flush=True)
+        time.sleep(60)
+    except interrupts.Terminated:
+        with interrupts.telling(MLFLOW_RUN_END):  # a store that never answers
+            time.sleep(60)
+
+cli.cmd_run = stuck
+sys.argv = ["fraudaug", "run", "--data", "t.csv"]
+cli.entry()
+"""
+
+
+def test_a_stop_held_up_by_a_service_ends_at_its_deadline_saying_what_it_could_not_tell(
+    tmp_path,
+):
+    """A SIGTERM'd run whose MLflow store does not answer: at the deadline the
+    process ends with 143 and one line naming what was left untold (its
+    MLflow run is not claimed KILLED)."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DEADLINE_SCRIPT],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "running"
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143
+    assert time.monotonic() - sent < 10
+    assert err.strip().splitlines() == [
+        "fraudaug: terminated; the run stopped (the same command resumes it); "
+        "not told: the MLflow store (its run still shows RUNNING)"
+    ]

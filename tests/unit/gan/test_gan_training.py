@@ -216,6 +216,44 @@ def test_interrupt_saves_a_checkpoint_and_the_rerun_finishes_identically(
     assert resumed.meta["selection"] == reference.meta["selection"]
 
 
+def test_a_stop_swallowed_inside_tensorflow_ends_training_at_the_next_step(
+    model_space, monkeypatch
+):
+    """A SIGTERM whose exception CPython swallowed (it landed in a weakref's
+    callback inside TensorFlow: a run trained on for minutes) still ends
+    training: the trainer asks for it again before each step."""
+    from pipeline.core import interrupts
+
+    X, y = model_space
+    config = GANConfig(**{**TINY, "steps": 40, "eval_every": 40})
+    seen = []
+
+    class SwallowedAtThirdStep(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            seen.append(batch)
+            if batch == 2:
+                try:
+                    interrupts.on_sigterm(signal.SIGTERM, None)
+                except interrupts.Terminated:
+                    pass  # what CPython does with it in a callback
+
+    real_fit = ConditionalWGANGP.fit
+
+    def fit(self, *args, callbacks=(), **kw):
+        return real_fit(
+            self, *args, callbacks=[SwallowedAtThirdStep(), *callbacks], **kw
+        )
+
+    monkeypatch.setattr(ConditionalWGANGP, "fit", fit)
+    previous = interrupts.install()
+    try:
+        with pytest.raises(interrupts.Terminated):
+            train_cwgan_gp(X, y, config, random_state=0, log_every=40)
+    finally:
+        interrupts.restore(previous)
+    assert seen == [0, 1, 2]  # not one step more of the 40
+
+
 def test_a_checkpoint_for_other_data_is_ignored(tmp_path, model_space):
     X, y = model_space
     config = GANConfig(**{**TINY, "steps": 4, "eval_every": 2})
