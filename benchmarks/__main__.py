@@ -47,8 +47,9 @@ BATCH = 512
 
 
 def _split0(data_path: str, cache: Path, gan: dict | None = None):
-    from pipeline.core.config import load_config, run_seeds
+    from pipeline.core.config import run_seeds
     from pipeline.features.rows import SplitInputs
+    from pipeline.run.plan import load_config
     from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     config = load_config("default", overrides={"gan": gan} if gan else None)

@@ -49,8 +49,9 @@ def prepare_split(data_path, schema, work_dir, overrides: dict[str, Any]):
     """Split 0 of ``data_path`` prepared as a run prepares it (cached, split, its
     transformer fitted; the smoke profile with ``overrides``): returns the config,
     the split's inputs and the run's seeds."""
-    from pipeline.core.config import load_config, run_seeds
+    from pipeline.core.config import run_seeds
     from pipeline.features.rows import SplitInputs
+    from pipeline.run.plan import load_config
     from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     work_dir = Path(work_dir)

@@ -67,7 +67,8 @@ def parse_candidate(text: str) -> tuple[str, list[str]]:
 
 
 def _prepare(data_path: str, cache_dir: Path, n_splits: int) -> dict[str, Any]:
-    from pipeline.core.config import load_config, run_seeds
+    from pipeline.core.config import run_seeds
+    from pipeline.run.plan import load_config
     from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     config = load_config("default", overrides={"split": {"n_splits": n_splits}})
@@ -320,8 +321,9 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     from pipeline.core.code import code_version
-    from pipeline.core.config import GANConfig, load_config, parse_overrides, run_seeds
+    from pipeline.core.config import GANConfig, parse_overrides, run_seeds
     from pipeline.run.cache import FEATURES_CODE
+    from pipeline.run.plan import load_config
 
     base = load_config("default", overrides=parse_overrides(args.set))
     candidates = {"default": base.gan}

@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> dict:
     from pipeline.core.backend import load_tensorflow
 
     load_tensorflow()
-    from pipeline.core.config import GANConfig, load_config
+    from pipeline.core.config import GANConfig
     from pipeline.data.datasets import write_demo_data
     from pipeline.data.ingest import read_transactions
     from pipeline.data.schema import load_schema
@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> dict:
     from pipeline.gan.encoding import GANColumns
     from pipeline.gan.trainer import train_cwgan_gp
     from pipeline.resampling.registry import make_sampler
+    from pipeline.run.plan import load_config
 
     config = load_config("default")
     result: dict = {

@@ -66,12 +66,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     args = parser.parse_args(argv)
 
-    from pipeline.core.config import load_config, run_seeds
+    from pipeline.core.config import run_seeds
     from pipeline.data.schema import load_schema
     from pipeline.evaluation.amounts import choose_amounts
     from pipeline.evaluation.statistics import t_interval
     from pipeline.features.rows import SplitInputs
     from pipeline.run.fit import stage_fit_detector
+    from pipeline.run.plan import load_config
     from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     schema = load_schema(args.schema)

@@ -287,7 +287,7 @@ def _check_run(args: argparse.Namespace) -> tuple[Any, dict | None, str]:
     check_source(args.data)
     data = args.data if is_partitioned(args.data) else data
     check_writable(args.reports, "reports")
-    from pipeline.core.config import load_config
+    from pipeline.run.plan import load_config
 
     overrides = _overrides(args) or None
     # A bad profile, override, schema or output folder fails here, before Prefect
@@ -412,7 +412,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
         raise DataValidationError(f"{data}: no such file")
     check_writable(args.reports, "reports")
-    from pipeline.core.config import load_config
+    from pipeline.run.plan import load_config
 
     overrides = _overrides(args)
     config = load_config(args.profile, overrides=overrides or None)  # fails here
@@ -487,7 +487,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
-    from pipeline.core.config import load_config
+    from pipeline.run.plan import load_config
 
     defaults = load_config("default")
     keep_runs = (

@@ -23,7 +23,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.alerts import emit_run_events, tell_terminated
 from pipeline.core import interrupts, layout
 from pipeline.core.artifacts import git_commit
-from pipeline.core.config import PipelineConfig, Profile, load_config, run_seeds
+from pipeline.core.config import PipelineConfig, Profile, run_seeds
 from pipeline.core.memory import (
     ResourceMeter,
     forget_answers,
@@ -38,6 +38,7 @@ from pipeline.features.rows import SplitInputs
 from pipeline.registry import tracking
 from pipeline.resampling import registry
 from pipeline.run import conclude, fit, folders, prepare, train
+from pipeline.run.plan import load_config
 
 FLOW_NAME = "fraud-augmentation"
 

@@ -109,25 +109,13 @@ def _module_file(name: str) -> Path:
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
-CONFIG_READS_REGISTRY = ("pipeline.core.config", "pipeline.resampling.registry")
-"""The one import up the floors (the floors contract's exception): validating a
-config reads the method registry. It makes no stage's result: left out of the
-code a stage's cache key hashes (else every sampler's change would make the
-cached tables and splits stale)."""
-
-
 @functools.cache
 def _import_graph():
     """:mod:`pipeline`'s import graph with the third-party packages it imports
-    (built once per process: about 0.1 s), less :data:`CONFIG_READS_REGISTRY`."""
+    (built once per process: about 0.1 s)."""
     import grimp
 
-    graph = grimp.build_graph(
-        "pipeline", include_external_packages=True, cache_dir=None
-    )
-    importer, imported = CONFIG_READS_REGISTRY
-    graph.remove_import(importer=importer, imported=imported)
-    return graph
+    return grimp.build_graph("pipeline", include_external_packages=True, cache_dir=None)
 
 
 def package_files(*modules: str) -> dict[str, Path]:

@@ -24,17 +24,6 @@ from pydantic import (
 from pipeline.core.days import SECONDS_PER_DAY
 from pipeline.core.errors import ConfigError
 
-
-def _methods():
-    """The method registry (:mod:`pipeline.resampling.registry`): the config names
-    methods, the registry declares them. Imported when a config is validated,
-    never at import (it is cheap: declarations only; the floors contract allows
-    this one import up)."""
-    from pipeline.resampling import registry
-
-    return registry
-
-
 Profile = Literal["smoke", "default", "full"]
 PROFILES: tuple[str, ...] = get_args(Profile)
 
@@ -334,11 +323,11 @@ class RopeConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    methods: tuple[str, ...] = Field(
-        default_factory=lambda: _methods().built_in_names(),
+    methods: tuple[str, ...] | None = Field(
+        None,
         description="The methods compared, in report order: built-in ones and "
         "installed plugins' (`fraudaug methods` lists them). Default: every "
-        "built-in method.",
+        "built-in method (the smoke profile: the quick ones).",
     )
     sampling_strategy: float = Field(
         0.1,
@@ -428,16 +417,10 @@ class EvaluationConfig(_Section):
 
     @model_validator(mode="after")
     def _check_methods(self) -> EvaluationConfig:
-        if not self.methods:
+        if self.methods is not None and not self.methods:
             raise ValueError("methods must name at least one method")
-        if len(set(self.methods)) != len(self.methods):
+        if self.methods is not None and len(set(self.methods)) != len(self.methods):
             raise ValueError("methods must not repeat")
-        unknown = _methods().unknown(self.methods)
-        if unknown:
-            raise ValueError(
-                f"unknown method(s) {', '.join(map(repr, unknown))}; `fraudaug "
-                "methods` lists the built-in ones and the installed plugins'"
-            )
         if any(m <= 0 for m in self.amount_grid):
             raise ValueError("amount_grid values must be positive")
         return self
@@ -567,13 +550,15 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_config(
+def build_config(
     profile: str = "default",
     *,
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> PipelineConfig:
-    """Build the configuration of a named profile.
+    """Build the configuration of a named profile, its shapes checked; the
+    methods it names are checked, and its default methods chosen, against the
+    method registry where a run is planned (:func:`pipeline.run.plan.load_config`).
 
     Parameters
     ----------
@@ -594,10 +579,6 @@ def load_config(
             f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}"
         )
     values: dict[str, Any] = _merge({"profile": profile}, _PROFILE_OVERRIDES[profile])
-    if profile == "smoke":  # the methods the registry marks as quick
-        values = _merge(
-            values, {"evaluation": {"methods": list(_methods().smoke_names())}}
-        )
     if overrides:
         values = _merge(values, overrides)
     if seed is not None:

@@ -8,11 +8,11 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from pipeline.core.artifacts import file_sha256
-from pipeline.core.config import load_config
 from pipeline.core.errors import DataValidationError, TrainingError
 from pipeline.data.ingest import read_transactions
 from pipeline.data.schema import KAGGLE
 from pipeline.evaluation.metrics import bootstrap_ci, choose_threshold, compute_metrics
+from pipeline.run.plan import load_config
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,8 @@
 import pytest
 
-from pipeline.core.config import load_config, run_seeds
+from pipeline.core.config import run_seeds
 from pipeline.core.errors import ConfigError
+from pipeline.run.plan import load_config
 
 
 @pytest.mark.parametrize(

@@ -149,7 +149,7 @@ def test_the_entity_column_and_what_a_config_needs(mixed_schema, mixed_csv):
         TableSchema.from_dict({**data, "entity": "amount"})
     with pytest.raises(ConfigError, match="--entity 'card': no such column"):
         detect_schema(read_raw(mixed_csv), label="is_fraud", entity="card")
-    from pipeline.core.config import load_config
+    from pipeline.run.plan import load_config
 
     no_time = TableSchema.from_dict({**data, "time": None})
     top_k = load_config(

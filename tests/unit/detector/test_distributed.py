@@ -68,8 +68,8 @@ def test_a_cluster_of_one_worker_never_spreads(monkeypatch):
 
 
 def test_the_config_refuses_an_unknown_placement():
-    from pipeline.core.config import load_config
     from pipeline.core.errors import ConfigError
+    from pipeline.run.plan import load_config
 
     with pytest.raises((ConfigError, ValueError), match="across_workers"):
         load_config("smoke", overrides={"detector": {"across_workers": "sometimes"}})

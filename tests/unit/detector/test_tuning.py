@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
-from pipeline.core.config import DetectorConfig, load_config
+from pipeline.core.config import DetectorConfig
 from pipeline.core.errors import ConfigError
 from pipeline.detector.model import make_detector
 from pipeline.detector.tuning import SPACE, tune_detector
+from pipeline.run.plan import load_config
 
 
 def _rows(seed):

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from pipeline.core.config import load_config
 from pipeline.data.schema import KAGGLE
 from pipeline.evaluation.amounts import choose_amounts
 from pipeline.evaluation.run_metrics import build_metrics, is_random_split_of
 from pipeline.resampling import registry
+from pipeline.run.plan import load_config
 from tests.helpers import ROLES, amount_grid
 
 

@@ -4,10 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.core.config import load_config, run_seeds
+from pipeline.core.config import run_seeds
 from pipeline.core.memory import forget_answers
 from pipeline.features.rows import SplitInputs, load_split_data
 from pipeline.features.splits import SUBSETS
+from pipeline.run.plan import load_config
 from pipeline.run.prepare import stage_ingest, stage_preprocess
 
 

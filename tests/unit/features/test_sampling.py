@@ -43,12 +43,12 @@ def test_a_samplers_new_rows_are_drawn_at_the_share_and_weighted_back():
     ratio the unsampled rows would reach), but the new rows are drawn at the
     legitimate rows' share and each stands for 1 / share, so a resampled fit
     stays near the budget's size."""
-    from pipeline.core.config import load_config
     from pipeline.detector.fitting import fit_detector
     from pipeline.detector.model import make_detector
     from pipeline.resampling.amounts import amount_targets, synthetic_share
     from pipeline.resampling.registry import make_sampler
     from pipeline.resampling.resample import resample
+    from pipeline.run.plan import load_config
 
     rng = np.random.default_rng(3)
     y_all = (rng.random(40_000) < 0.01).astype(int)
@@ -196,8 +196,8 @@ def test_a_run_above_the_budget_samples_training_rows_and_scores_every_test_row(
 
 
 def test_the_ratio_an_amount_reaches_is_that_of_the_rows_the_sample_stands_for():
-    from pipeline.core.config import load_config
     from pipeline.resampling.amounts import amount_targets, reached_ratio
+    from pipeline.run.plan import load_config
 
     rng = np.random.default_rng(4)
     y_all = (rng.random(40_000) < 0.01).astype(int)

@@ -189,8 +189,8 @@ def test_a_table_shorter_than_the_windows_is_refused(demo_frame, mixed_frame):
     ],
 )
 def test_rolling_windows_are_checked(values, pattern):
-    from pipeline.core.config import load_config
     from pipeline.core.errors import ConfigError
+    from pipeline.run.plan import load_config
 
     with pytest.raises(ConfigError, match=pattern):
         load_config("smoke", overrides={"split": {"mode": "rolling", **values}})

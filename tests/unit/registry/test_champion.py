@@ -82,7 +82,7 @@ def test_a_simpler_equivalent_challenger_replaces_the_champion():
 
 
 def test_the_rules_resamples_are_many_enough_and_say_their_error():
-    from pipeline.core.config import load_config
+    from pipeline.run.plan import load_config
 
     assert load_config("default").registry.n_resamples >= 2_000
     rng = np.random.default_rng(2)

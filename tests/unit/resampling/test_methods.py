@@ -3,7 +3,6 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.core.config import load_config
 from pipeline.core.errors import ConfigError
 from pipeline.core.memory import LastAnswers
 from pipeline.detector.fitting import fit_detector
@@ -13,6 +12,7 @@ from pipeline.resampling import registry
 from pipeline.resampling.amounts import amount_targets, keep_targets
 from pipeline.resampling.registry import make_sampler
 from pipeline.resampling.resample import added_rows, resample
+from pipeline.run.plan import load_config
 from tests.helpers import TINY_GAN as TINY
 
 METHODS = registry.built_in_names()

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.core.config import load_config
 from pipeline.core.errors import ConfigError
 from pipeline.resampling import registry
 from pipeline.resampling.plugins import PluginError, TrainedGenerator, check_rows
 from pipeline.resampling.resample import resample
+from pipeline.run.plan import load_config
 
 PLUGIN = "fraudaug-test-plugins 1.0"
 GOOD = ["bootstrap_over", "half_under", "independent"]

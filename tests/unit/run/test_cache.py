@@ -43,7 +43,7 @@ def _file(path: Path, text: str) -> Path:
 
 
 def test_stage_cache_reuses_and_recomputes_deleted_files(tmp_path, sample_path):
-    from pipeline.core.config import load_config
+    from pipeline.run.plan import load_config
     from pipeline.run.prepare import stage_ingest, stage_preprocess
 
     cache = tmp_path / "cache"

@@ -3,8 +3,8 @@ import os
 import platform
 import sys
 
-from pipeline.core.config import load_config
 from pipeline.run.folders import LOCK_FILE, RUN_FILE, start_run
+from pipeline.run.plan import load_config
 
 
 def test_a_new_run_gets_a_locked_folder(tmp_path):

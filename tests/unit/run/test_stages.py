@@ -5,10 +5,11 @@ import pandas as pd
 import pytest
 
 from pipeline.core.artifacts import load_parquet
-from pipeline.core.config import load_config, run_seeds
+from pipeline.core.config import run_seeds
 from pipeline.core.memory import forget_answers
 from pipeline.features.rows import SplitInputs
 from pipeline.run.fit import stage_fit_detector
+from pipeline.run.plan import load_config
 from pipeline.run.prepare import stage_ingest, stage_preprocess
 
 FAST = {"detector": {"n_estimators": 30}}
