@@ -89,10 +89,9 @@ browser:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "!!! could not install chromium: the browser test will be skipped (fails under CI)" >&2; }
 
-# TEST_WORKERS=2: two test workers, a file each (a file's module fixtures are
-# built once), about 26 instead of 40 minutes; not the default while a SIGTERM'd
-# run can hang under that load (issue 52 item 9: seen once in three such CI runs).
-TEST_WORKERS ?= 1
+# Two test workers, a file each (a file's module fixtures are built once): about
+# 26 instead of 40 minutes on 2 cores. TEST_WORKERS=1: one process.
+TEST_WORKERS ?= 2
 XDIST = $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 test: $(STAMP) browser
