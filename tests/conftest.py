@@ -31,6 +31,14 @@ os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{_MLFLOW_DIR}/mlflow.db"
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+# Prefect sets up its logging when prefect.main is first imported
+# (logging.config.dictConfig), which closes every handler it finds, and absl's
+# (TensorFlow's) then closes its stream: in a test process, pytest's captured
+# stderr (a test that loaded TensorFlow before another's first use of Prefect:
+# every later test erred with "I/O operation on closed file"). Imported here,
+# first, it finds none.
+import prefect.main  # noqa: E402, F401
 import pytest  # noqa: E402
 
 from tests.helpers import (  # noqa: E402
