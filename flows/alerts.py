@@ -188,7 +188,11 @@ def named_block(slug: str) -> UUID:
         raise AlertsError(f"--block {slug}: no such block ({exc})") from None
     if not isinstance(block, NotificationBlock):
         raise AlertsError(f"--block {slug}: not a notification block")
-    return block._block_document_id
+    from prefect.client.orchestration import get_client
+
+    block_type, name = slug.split("/")
+    with get_client(sync_client=True) as client:
+        return client.read_block_document_by_name(name, block_type).id
 
 
 def kinds(names: list[str] | None) -> list[EventKind]:

@@ -7,7 +7,6 @@ stderr and exit with code 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
-import atexit
 import logging
 import os
 import sys
@@ -492,7 +491,9 @@ def entry() -> None:
     if code in EXIT_STOPPED and threading.active_count() > 1:
         sys.stdout.flush()
         sys.stderr.flush()
-        atexit._run_exitfuncs()
+        from flows.compat import run_exit_handlers
+
+        run_exit_handlers()
         os._exit(code)
     sys.exit(code)
 

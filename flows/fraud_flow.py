@@ -21,6 +21,7 @@ from prefect.states import Cancelled, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.alerts import emit_run_events, tell_terminated
+from flows.compat import abandon_task_threads
 from pipeline.core import interrupts, layout
 from pipeline.core.artifacts import git_commit
 from pipeline.core.config import PipelineConfig, Profile, run_seeds
@@ -247,11 +248,7 @@ class StoppableThreadPoolTaskRunner(ThreadPoolTaskRunner):
         if interrupts.requested() or (
             exc_value is not None and interrupts.stopped_by(exc_value)
         ):
-            for event in self._cancel_events.values():
-                event.set()
-            if self._executor is not None:
-                self._executor.shutdown(wait=False, cancel_futures=True)
-                self._executor = None
+            abandon_task_threads(self)
         super().__exit__(exc_type, exc_value, traceback)
 
 

@@ -25,17 +25,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
-from types import SimpleNamespace
 
-import prefect.server.api.server as prefect_server
 from prefect.events.worker import EventsWorker
 from prefect.logging.handlers import APILogWorker
-from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from flows.compat import new_temporary_server, temporary_servers
 from pipeline.core import interrupts
 
 # Runs in the server's process before uvicorn replaces it (both survive exec):
@@ -55,38 +52,6 @@ os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
 """
 
 
-class OwnedServer(SubprocessASGIServer):
-    """Prefect's temporary server, started so that it ends with the command and,
-    once :meth:`close`\\ d, never starts again."""
-
-    closed = False
-
-    def _run_uvicorn_command(self) -> subprocess.Popen:
-        # Prefect's command (its arguments and environment) under the wrapper:
-        # Prefect's server module is handed a Popen that prefixes it.
-        def under_wrapper(args, **kwargs):
-            wrapped = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid())]
-            return subprocess.Popen([*wrapped, *args[1:]], **kwargs)
-
-        module = prefect_server.subprocess
-        prefect_server.subprocess = SimpleNamespace(Popen=under_wrapper)
-        try:
-            return super()._run_uvicorn_command()
-        finally:
-            prefect_server.subprocess = module
-
-    def start(self, timeout: int | None = None) -> None:
-        if not self.closed:
-            super().start(timeout)
-
-    def close(self) -> None:
-        """Stop the server (Prefect's own stop, which also unregisters it); any
-        later :meth:`start` does nothing, so a late call to the API fails
-        instead of starting another server."""
-        self.closed = True
-        self.stop()
-
-
 @contextlib.contextmanager
 def temporary_server() -> Iterator[str | None]:
     """The run's temporary server for the ``with`` block (its API address),
@@ -95,9 +60,12 @@ def temporary_server() -> Iterator[str | None]:
     if PREFECT_API_URL.value():
         yield None
         return
-    instances = SubprocessASGIServer._instances
+    instances = temporary_servers()
     prior = instances.pop(None, None)
-    server = OwnedServer()  # registered under None: Prefect's lookups find it
+    # Registered under None: Prefect's lookups find it.
+    server = new_temporary_server(
+        (sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()))
+    )
     stopped = False
     try:
         server.start()

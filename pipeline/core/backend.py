@@ -122,12 +122,9 @@ def forget_graph_functions() -> None:
     """
     if _tf is None:
         return
-    from tensorflow.python.framework import ops
+    from pipeline.core.compat import tensorflow_forgets_custom_gradients
 
-    registry = getattr(getattr(ops, "_gradient_registry", None), "_registry", None)
-    if isinstance(registry, dict):  # (a private registry: skipped if it changes)
-        for name in [n for n in registry if str(n).startswith("CustomGradient-")]:
-            registry.pop(name, None)
+    tensorflow_forgets_custom_gradients()
     import keras
 
     with contextlib.suppress(AssertionError):  # a graph being built: left as is

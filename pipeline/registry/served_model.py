@@ -10,21 +10,19 @@ the transformer JSON (the version's ``artifacts/``): nothing is unpickled.
 
 import mlflow
 from mlflow.exceptions import MlflowException
-from mlflow.pyfunc import PythonModel
+
+from pipeline.core.compat import mlflow_model_without_hint_checks
 
 
-class FraudDetector(PythonModel):
-    """Raw transactions in, score, alert and reasons out."""
-
-    # The input is checked by the table's schema (fraudaug's validation), not by
-    # type hints on predict: MLflow's hint-based validation (and its warning
-    # asking for hints, printed whenever this file is loaded) stays off.
-    _skip_type_hint_validation = True
+class FraudDetector(mlflow_model_without_hint_checks()):
+    """Raw transactions in, score, alert and reasons out (checked by the
+    table's schema, fraudaug's validation, not by type hints on ``predict``)."""
 
     def load_context(self, context):
+        from pipeline.core.compat import mlflow_passes_any_columns_through
         from pipeline.registry.serving import Detector
 
-        _pass_any_columns_through()
+        mlflow_passes_any_columns_through()
         model_file = context.artifacts["model"]
         self.detector = Detector.load(_version_folder(model_file))
 
@@ -37,43 +35,6 @@ class FraudDetector(PythonModel):
             return self.detector.answer(model_input, explain)
         except PipelineError as exc:  # a bad row: the client's to fix (HTTP 400)
             raise MlflowException.invalid_parameter_value(str(exc)) from exc
-
-
-def _pass_any_columns_through():
-    """MLflow's check of a column typed ``any`` without a call per value.
-
-    The signature types every column ``any`` (fraudaug's schema checks them:
-    :func:`pipeline.registry.store.signature`), and MLflow checks such a column
-    value by value, each returned unchanged: 30,000 Python calls for 1,000 rows of
-    30 columns, 80 ms, seven times the scoring itself (MLflow issue 7948). Where
-    every column of a signature is ``any`` and the required ones are there, the
-    columns are passed through as they are, as MLflow would pass each value: the
-    request itself when it holds no other column (a copy of its columns costs a
-    thousand rows' request ~0.3 ms), else its signature's columns (MLflow drops
-    the others); anything else (a missing column, another model's typed
-    signature) goes to MLflow's own check. If MLflow's module changes shape,
-    nothing is replaced.
-    """
-    import mlflow.models.utils as checks
-    from mlflow.types.schema import AnyType
-
-    enforce = getattr(checks, "_enforce_named_col_schema", None)
-    if enforce is None or getattr(enforce, "passes_any_through", False):
-        return
-
-    def enforce_named_columns(pf_input, input_schema):
-        names = input_schema.input_names()
-        columns = set(pf_input.columns)
-        if all(isinstance(t, AnyType) for t in input_schema.input_types()) and all(
-            n in columns for n in input_schema.required_input_names()
-        ):
-            if columns <= set(names):
-                return pf_input
-            return pf_input[[n for n in names if n in columns]]
-        return enforce(pf_input, input_schema)
-
-    enforce_named_columns.passes_any_through = True
-    checks._enforce_named_col_schema = enforce_named_columns
 
 
 def _version_folder(model_file: str):

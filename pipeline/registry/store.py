@@ -32,10 +32,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-import threading
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,10 +105,9 @@ def _files(folder: Path) -> dict[str, str]:
 SERVED_MODEL_FILE = "served_model.py"
 """The MLflow model's code (:mod:`pipeline.registry.served_model`), beside this
 module."""
-SERVED_CODE = "pipeline.registry.serving"
+SERVED_CODE = ("pipeline.registry.serving", "pipeline.core.compat")
 """What the served model runs: saved with each version, with what it imports."""
 EXAMPLE_ROWS = 3
-_SAVING = threading.Lock()
 
 
 def save_candidate(
@@ -137,6 +133,7 @@ def save_candidate(
 
     from pipeline.core.artifacts import save_json
     from pipeline.core.code import package_files
+    from pipeline.core.compat import mlflow_save_without_requirements_check
     from pipeline.data.schema import save_schema
 
     with tempfile.TemporaryDirectory(prefix="fraudaug-version-") as tmp:
@@ -148,11 +145,11 @@ def save_candidate(
         save_json(files / FIT_ROWS_FILE, {"rows": [int(r) for r in np.sort(fit_rows)]})
         save_json(files / DETECTOR_META_FILE, meta)
         code = Path(tmp) / "code"
-        for rel, source in package_files(SERVED_CODE).items():
+        for rel, source in package_files(*SERVED_CODE).items():
             (code / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, code / rel)
         example = _input_example(example, schema)
-        with warnings.catch_warnings(), _requirements_as_installed():
+        with warnings.catch_warnings(), mlflow_save_without_requirements_check():
             # A pandas deprecation inside MLflow's input example.
             warnings.filterwarnings("ignore", "Operation with range is deprecated")
             mlflow.pyfunc.save_model(
@@ -167,30 +164,6 @@ def save_candidate(
                 pip_requirements=served_requirements(),
             )
     return _files(dest)
-
-
-@contextmanager
-def _requirements_as_installed() -> Iterator[None]:
-    """MLflow's save without its check of the requirements against this
-    environment: :func:`served_requirements` reads them from the installed
-    packages, so the check cannot find a mismatch, and it costs ~1.6 s the first
-    time in a process (MLflow maps every installed file to its package, tens of
-    thousands of ``stat`` calls; every flow run is such a first time). MLflow
-    has no setting for it at save time (``mlflow.pyfunc.load_model`` has
-    ``suppress_warnings``), so its module's name is pointed at a no-op for the
-    save; if MLflow's module changes shape, nothing is replaced."""
-    import mlflow.utils.environment as environment
-
-    with _SAVING:  # one save at a time puts the check back as it found it
-        check = getattr(environment, "warn_dependency_requirement_mismatches", None)
-        if check is None:
-            yield
-            return
-        environment.warn_dependency_requirement_mismatches = lambda requirements: None
-        try:
-            yield
-        finally:
-            environment.warn_dependency_requirement_mismatches = check
 
 
 def _input_example(frame: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:

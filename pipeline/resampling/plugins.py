@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.compat import imblearn_under_samples
 from pipeline.core.errors import PipelineError
 from pipeline.resampling.method import BuildContext, Complexity, Method
 
@@ -132,7 +133,7 @@ def plugin_methods() -> tuple[Method, ...]:
         cls, broken = _load(entry)
         complexity, refused = _complexity(cls)
         broken = broken or refused or (cls is not None and takes_codes(cls)[1])
-        under = getattr(cls, "_sampling_type", None) == "under-sampling"
+        under = imblearn_under_samples(cls)
         found.append(
             Method(
                 name=entry.name,
@@ -191,7 +192,7 @@ def _broken(reason: str):
 
 def _sampler_builder(cls: Any):
     def build(context: BuildContext):
-        under = getattr(cls, "_sampling_type", None) == "under-sampling"
+        under = imblearn_under_samples(cls)
         codes, _ = takes_codes(cls)
         arguments: dict[str, Any] = {
             "sampling_strategy": (

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.core.compat import imblearn_under_samples
 from pipeline.core.memory import bounded_neighbour_search
 from pipeline.resampling.plugins import OneHotCategories, PluginError, not_codes
 
@@ -76,11 +77,6 @@ def _cleaner(sampler):
     return getattr(sampler, "enn_", None) or getattr(sampler, "tomek_", None)
 
 
-def _under(sampler) -> bool:
-    """An under-sampler, by imbalanced-learn's own marker."""
-    return getattr(sampler, "_sampling_type", None) == "under-sampling"
-
-
 def added_rows(sampler, n_original: int, n_resampled: int) -> np.ndarray:
     """Which rows of a fitted sampler's output it added (True) rather than kept.
 
@@ -104,7 +100,7 @@ def kept_rows(sampler, n_original: int, n_resampled: int) -> np.ndarray:
     cleaner says which of those survived."""
     if sampler is None:
         return np.arange(n_resampled)
-    if _under(sampler):
+    if imblearn_under_samples(sampler):
         return np.asarray(sampler.sample_indices_)
     cleaner = _cleaner(sampler)
     position = np.arange(n_resampled)
@@ -136,7 +132,7 @@ def _check_output(sampler, X, X_res, y_res, categories: dict[int, int]) -> None:
                 f"{name}.fit_resample returned {codes[bad][0]!r} in column {column}, "
                 f"which holds category codes 0 to {n_categories - 1}"
             )
-    if _under(sampler):
+    if imblearn_under_samples(sampler):
         if not hasattr(sampler, "sample_indices_"):
             raise PluginError(
                 f"{name} is an under-sampler but does not say which rows it kept "
