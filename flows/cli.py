@@ -393,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             package_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     previous = None
     if args.command in ("run", "generate", "score"):
+        if _quiet_after_stop:  # the console script's process: the stop is bounded
+            interrupts.deadline(lambda by_ctrl_c: _overdue(args.command, by_ctrl_c))
         previous = interrupts.install()
     try:
         return args.func(args)
@@ -485,8 +487,6 @@ def entry() -> None:
     """
     global _quiet_after_stop
     _quiet_after_stop = True
-    command = next((a for a in sys.argv[1:] if not a.startswith("-")), "")
-    interrupts.deadline(lambda by_ctrl_c: _overdue(command, by_ctrl_c))
     code = main()
     if code in EXIT_STOPPED and threading.active_count() > 1:
         sys.stdout.flush()
