@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core import interrupts, layout
 from pipeline.core.errors import ConfigError, DataValidationError, PipelineError
@@ -27,6 +27,9 @@ from pipeline.data.schema import (
     save_schema,
 )
 from pipeline.resampling import registry
+
+if TYPE_CHECKING:
+    from pipeline.run.plan import RunPlan
 
 logger = logging.getLogger(__name__)
 
@@ -273,12 +276,14 @@ def _overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
-def _check_run(args: argparse.Namespace) -> tuple[Any, dict | None, str]:
-    """Everything ``fraudaug run`` checks before Prefect starts (the data, the
-    config, the schema, the output folders, the tracking store, a Dask cluster):
-    the source to run on, the overrides and the tracking URI."""
+def _check_run(args: argparse.Namespace) -> tuple[Any, dict | None, RunPlan]:
+    """Everything ``fraudaug run`` checks before Prefect starts: the run's plan
+    (:func:`pipeline.run.plan.preflight`, as the flow checks it again), the data
+    (read and validated once: the flow's ingest reuses the cached copy) and a
+    Dask cluster. The source to run on, the overrides and the plan."""
     _check_dask_args(args)
     from pipeline.data.partitions import check_source, is_partitioned
+    from pipeline.run.plan import preflight
 
     data = Path(args.data)
     if not data.exists() and not is_partitioned(args.data):
@@ -286,26 +291,37 @@ def _check_run(args: argparse.Namespace) -> tuple[Any, dict | None, str]:
         raise DataValidationError(f"{data}: no such file{hint}")
     check_source(args.data)
     data = args.data if is_partitioned(args.data) else data
-    check_writable(args.reports, "reports")
-    from pipeline.run.plan import load_config
-
     overrides = _overrides(args) or None
-    # A bad profile, override, schema or output folder fails here, before Prefect
-    # starts.
-    config = load_config(args.profile, seed=args.seed, overrides=overrides)
-    schema = load_schema(args.schema)
-    schema.check_config(config)
-    check_writable(config.data.cache_dir, "cache")
-    from pipeline.registry.tracking import check_tracking_uri, resolve_tracking_uri
+    plan = preflight(
+        profile=args.profile,
+        seed=args.seed,
+        overrides=overrides,
+        schema_path=args.schema,
+        reports_dir=args.reports,
+        tracking_uri=args.tracking_uri,
+    )
+    frame_path = _check_data(data, plan)
+    if args.dask_address:
+        _check_cluster(
+            args.dask_address,
+            read=[frame_path],
+            write=[
+                plan.config.data.cache_dir,
+                str(nearest_existing(args.reports)),
+            ],
+        )
+    return data, overrides, plan
 
-    tracking_uri = resolve_tracking_uri(args.tracking_uri)
-    check_tracking_uri(tracking_uri)
-    # Validate (and cache) the data before Prefect starts: bad data is one line,
-    # exit 2, nothing written; the flow's ingest then reuses the cached copy.
+
+def _check_data(data: str | Path, plan: RunPlan) -> str:
+    """The data read and validated before Prefect starts (bad data is one line,
+    exit 2, nothing written), and out of time its windows fitted to the table;
+    the validated table's cached copy (the flow's ingest reuses it)."""
     from pipeline.run.prepare import stage_ingest
 
+    config, schema = plan.config, plan.schema
     ingested = stage_ingest(data, config.data.cache_dir, schema)
-    if config.split.mode != "stratified":  # the windows fit the table: before any work
+    if config.split.mode != "stratified":
         from pipeline.core.artifacts import load_parquet
         from pipeline.features.splits import split_rows
 
@@ -316,16 +332,7 @@ def _check_run(args: argparse.Namespace) -> tuple[Any, dict | None, str]:
             [0] * config.split.n_splits,
             schema,
         )
-    if args.dask_address:
-        _check_cluster(
-            args.dask_address,
-            read=[ingested["frame_path"]],
-            write=[
-                config.data.cache_dir,
-                str(nearest_existing(args.reports)),
-            ],
-        )
-    return data, overrides, tracking_uri
+    return ingested["frame_path"]
 
 
 def _prefect_server_named() -> bool:
@@ -342,7 +349,7 @@ told to the Prefect server (and its Dask cluster closed) at the stop's deadline.
 def cmd_run(args: argparse.Namespace) -> int:
     _set_prefect_env()
     try:
-        data, overrides, tracking_uri = _check_run(args)
+        data, overrides, plan = _check_run(args)
     except BaseException as exc:
         # No flow run will exist, so no flow-run event either: a refusal, or a
         # stop while the input is read, is told by an event of its own where a
@@ -369,7 +376,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             seed=args.seed,
             reports_dir=args.reports,
             overrides=overrides,
-            tracking_uri=tracking_uri,
+            tracking_uri=plan.tracking_uri,
             schema_path=args.schema,
             retrain_unchanged=args.retrain_unchanged,
         )
@@ -411,25 +418,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         check_input_table(data)
     elif data.name != Path(DEFAULT_DATA).name:  # creditcard.csv: fetched by a run
         raise DataValidationError(f"{data}: no such file")
-    check_writable(args.reports, "reports")
-    from pipeline.run.plan import load_config
+    from pipeline.registry.tracking import URI_ENV
+    from pipeline.run.plan import preflight
 
     overrides = _overrides(args)
-    config = load_config(args.profile, overrides=overrides or None)  # fails here
-    load_schema(args.schema).check_config(config)  # so does a bad schema file
-    from pipeline.registry.tracking import (
-        URI_ENV,
-        check_tracking_uri,
-        resolve_tracking_uri,
+    plan = preflight(  # a bad config, schema, folder or store fails here
+        profile=args.profile,
+        seed=None,
+        overrides=overrides or None,
+        schema_path=args.schema,
+        reports_dir=args.reports,
+        tracking_uri=args.tracking_uri,
     )
-
-    tracking_uri = resolve_tracking_uri(args.tracking_uri)
-    check_tracking_uri(tracking_uri)
     # Deployment runs are subprocesses of this one: they log where serve was told.
-    os.environ[URI_ENV] = tracking_uri
+    os.environ[URI_ENV] = plan.tracking_uri
     _set_prefect_env()
     # Runs started by these deployments write only inside this folder.
-    from pipeline.run.folders import OUTPUT_ROOT_ENV
+    from pipeline.core.paths import OUTPUT_ROOT_ENV
 
     os.environ.setdefault(OUTPUT_ROOT_ENV, str(Path.cwd()))
     from flows.deploy import serve_deployments

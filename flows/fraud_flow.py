@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -33,13 +32,12 @@ from pipeline.core.memory import (
     metering,
 )
 from pipeline.data import partitions
-from pipeline.data.schema import load_schema
 from pipeline.evaluation.amounts import failed_methods, failures_line
 from pipeline.features.rows import SplitInputs
 from pipeline.registry import tracking
 from pipeline.resampling import registry
 from pipeline.run import conclude, fit, folders, prepare, train
-from pipeline.run.plan import load_config
+from pipeline.run.plan import RunPlan, preflight
 
 FLOW_NAME = "fraud-augmentation"
 
@@ -288,28 +286,34 @@ def fraud_augmentation(
     data, nothing retrains (``retrain_unchanged`` retrains anyway).
     """
     limit_malloc_arenas()  # before the task workers start (see pipeline.core.memory)
-    reached: dict[str, Any] = {}
+    run_id = None
     with (
         metering(ResourceMeter()) as meter,
         interrupts.handled_here() as handled,
     ):
         try:
-            return _augment(
-                meter,
-                reached,
-                data_path=data_path,
+            started = _Started.now()
+            _show_progress()
+            plan = preflight(
                 profile=profile,
                 seed=seed,
-                reports_dir=reports_dir,
                 overrides=overrides,
-                tracking_uri=tracking_uri,
                 schema_path=schema_path,
-                retrain_unchanged=retrain_unchanged,
+                reports_dir=reports_dir,
+                tracking_uri=tracking_uri,
             )
+            data, cached = _ingest(data_path, plan)
+            if partitions.nothing_new(data.get("changes")) and not retrain_unchanged:
+                return _nothing_new(plan, data, started)
+            run = start_run(
+                reports_dir, data["sha256"], plan.config, plan.schema.fingerprint()
+            )
+            run_id = run["run_id"]
+            return _train(plan, run, data, cached, started, meter)
         except BaseException as exc:
             if not (handled and interrupts.stopped_by(exc)):
                 raise
-            return _stopped(meter.running(), reached.get("run_id"), data_path)
+            return _stopped(meter.running(), run_id, data_path)
 
 
 def _stopped(stages: list[str], run_id: str | None, data_path: str) -> State:
@@ -323,42 +327,42 @@ def _stopped(stages: list[str], run_id: str | None, data_path: str) -> State:
     return Cancelled(message=f"stopped by {interrupts.how()}{during}")
 
 
-def _augment(
-    meter: ResourceMeter,
-    reached: dict[str, Any],
-    *,
-    data_path: str,
-    profile: str,
-    seed: int,
-    reports_dir: str,
-    overrides: dict[str, Any] | None,
-    tracking_uri: str | None,
-    schema_path: str | None,
-    retrain_unchanged: bool = False,
-) -> dict:
-    """The flow's body (:func:`fraud_augmentation`), under its meter;
-    ``reached`` gets the run's ``run_id`` once its folder exists."""
-    logger = get_run_logger()
+class _Started(NamedTuple):
+    """When a run started: the time it records, and the clock its duration is
+    measured on."""
+
+    at: str
+    monotonic: float
+
+    @classmethod
+    def now(cls) -> _Started:
+        return cls(datetime.now(UTC).isoformat(timespec="seconds"), time.perf_counter())
+
+
+def _show_progress() -> None:
+    """Progress lines (GAN steps, per-fit metrics) are INFO: shown in the run's
+    logs (PREFECT_LOGGING_EXTRA_LOGGERS=pipeline attaches the handler)."""
     if logging.getLogger("pipeline").level == logging.NOTSET:
-        # Progress lines (GAN steps, per-fit metrics) are INFO: show them in the
-        # run's logs (PREFECT_LOGGING_EXTRA_LOGGERS=pipeline attaches the handler).
         logging.getLogger("pipeline").setLevel(logging.INFO)
-    started_monotonic = time.perf_counter()
-    started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    config = load_config(profile, seed=seed, overrides=overrides)
-    table = load_schema(schema_path)
-    table.check_config(config)
-    folders.check_output_paths(
-        os.environ.get(folders.OUTPUT_ROOT_ENV),
-        reports_dir=reports_dir,
-        cache_dir=config.data.cache_dir,
-    )
-    tracking_uri = tracking.resolve_tracking_uri(tracking_uri)
-    tracking.check_tracking_uri(tracking_uri)  # before any work: one clear line
+
+
+def _without_cached(result: dict[str, Any], stage: str) -> tuple[dict, list[str]]:
+    """A stage's result without its ``cached`` flag, and ``[stage]`` when the
+    stage cache answered it."""
+    rest = {k: v for k, v in result.items() if k != "cached"}
+    return rest, [stage] if result.get("cached") else []
+
+
+def _ingest(data_path: str, plan: RunPlan) -> tuple[dict[str, Any], list[str]]:
+    """The source read (the Kaggle file fetched when missing), with what changed
+    in a partitioned source since the previous run (``changes``); the cached
+    stages so far."""
+    logger = get_run_logger()
     if not Path(data_path).exists() and Path(data_path).name == "creditcard.csv":
         fetch_data(data_path)
-    data = ingest(data_path, config.data.cache_dir, table)
-    cached = ["ingest"] if data.pop("cached", False) else []
+    data, cached = _without_cached(
+        ingest(data_path, plan.config.data.cache_dir, plan.schema), "ingest"
+    )
     logger.info(
         "data %s: %d rows, %d frauds, sha256 %s%s",
         data["path"],
@@ -367,52 +371,56 @@ def _augment(
         data["sha256"][:12],
         " (DEMO DATA)" if data["demo"] else "",
     )
-    changes = folders.changes_since_previous_run(reports_dir, data)
-    if changes is not None:
-        data["changes"] = changes
-        logger.info("source %s: %s", data["path"], changes["line"])
-        if partitions.nothing_new(changes) and not retrain_unchanged:
-            return _nothing_new(
-                data=data,
-                config=config,
-                table=table,
-                reports_dir=reports_dir,
-                tracking_uri=tracking_uri,
-                started_at=started_at,
-                started_monotonic=started_monotonic,
-            )
-    run = start_run(reports_dir, data["sha256"], config, table.fingerprint())
+    changes = folders.changes_since_previous_run(plan.reports_dir, data)
+    if changes is None:
+        return data, cached
+    logger.info("source %s: %s", data["path"], changes["line"])
+    return {**data, "changes": changes}, cached
+
+
+def _train(
+    plan: RunPlan,
+    run: dict[str, Any],
+    data: dict[str, Any],
+    cached: list[str],
+    started: _Started,
+    meter: ResourceMeter,
+) -> dict:
+    """A run that trains, in its folder ``run``: the splits, the champion
+    monitored, the GANs and the fits, the amounts chosen, then the run's
+    conclusion (:func:`_conclude`)."""
+    config, table = plan.config, plan.schema
     run_id, run_dir = run["run_id"], Path(run["run_dir"])
-    reached["run_id"] = run_id
     if run["resumed"]:
-        logger.info("resuming interrupted run %s (same data and config)", run_id)
+        get_run_logger().info(
+            "resuming interrupted run %s (same data and config)", run_id
+        )
     tags = {
         **_run_tags(run_id, run_dir, config, data, table),
         "fraudaug.resumed": run["resumed"],
     }
-    with _tracked_run(run, tracking_uri, config, tags) as mlflow_run:
+    with _tracked_run(run, plan.tracking_uri, config, tags) as mlflow_run:
         _check_dask_workers(
             read=[data["frame_path"]], write=[str(run_dir), config.data.cache_dir]
         )
-        n_splits = config.split.n_splits
-        seeds = run_seeds(config.seed, n_splits)
-        prepared = preprocess(
-            data["frame_path"],
-            str(run_dir),
-            config,
-            seeds["split"],
-            config.data.cache_dir,
-            table,
+        seeds = run_seeds(config.seed, config.split.n_splits)
+        prepared, more = _without_cached(
+            preprocess(
+                data["frame_path"],
+                str(run_dir),
+                config,
+                seeds["split"],
+                config.data.cache_dir,
+                table,
+            ),
+            "preprocess",
         )
-        if prepared.get("cached"):
-            cached.append("preprocess")
-
-        monitoring = None
-        if config.registry.enabled:
-            # The champion on the newest labelled rows, before anything trains.
-            monitoring = _monitor(tracking_uri, data, prepared, config, table)
+        # The champion on the newest labelled rows, before anything trains.
+        monitoring = _monitor(plan, data, prepared) if config.registry.enabled else None
         inputs = _split_inputs(data, prepared, config, seeds)
-        fits, gans, fidelities = _train_and_fit(inputs, config, seeds, run_dir, cached)
+        fits, gans, fidelities, gans_cached = _train_and_fit(
+            inputs, config, seeds, run_dir
+        )
         chosen = choose_fits(
             fits,
             run_dir=str(run_dir),
@@ -423,7 +431,7 @@ def _augment(
         )
         metrics = build_metrics(
             run_id=run_id,
-            reports_dir=reports_dir,
+            reports_dir=plan.reports_dir,
             data=data,
             config=config,
             schema=table,
@@ -433,54 +441,86 @@ def _augment(
             drift=drift(inputs[0]),
             monitoring=monitoring,
             folds=prepared.get("folds"),
-            cached_stages=cached,
-            started_at=started_at,
-            started_monotonic=started_monotonic,
+            cached_stages=[*cached, *more, *gans_cached],
+            started_at=started.at,
+            started_monotonic=started.monotonic,
         )
-        if mlflow_run is not None and config.registry.enabled:
-            metrics["registry"] = registry_decision(
-                run_id=run_id,
-                run_dir=str(run_dir),
-                mlflow_run=mlflow_run,
-                metrics=metrics,
-                predictions_path=chosen["predictions_path"],
-                frame_path=data["frame_path"],
-                config=config,
-                schema=table,
-            )
-        metrics["resources"] = meter.summary()
-        written = report(
-            run_id=run_id,
-            run_dir=str(run_dir),
-            reports_dir=reports_dir,
+        written = _conclude(plan, run, mlflow_run, metrics, chosen, data, seeds, meter)
+    return _finished(plan, run_id, written, [*cached, *more, *gans_cached])
+
+
+def _conclude(
+    plan: RunPlan,
+    run: dict[str, Any],
+    mlflow_run: Any,
+    metrics: dict[str, Any],
+    chosen: dict[str, Any],
+    data: dict[str, Any],
+    seeds: dict,
+    meter: ResourceMeter,
+) -> dict[str, Any]:
+    """The registry's decision (with a tracking store), the report, the
+    artifacts, the events: what the run wrote, with its ``status``, its
+    ``failures`` and the ``events`` emitted."""
+    config = plan.config
+    if mlflow_run is not None and config.registry.enabled:
+        decision = registry_decision(
+            run_id=run["run_id"],
+            run_dir=run["run_dir"],
+            mlflow_run=mlflow_run,
             metrics=metrics,
             predictions_path=chosen["predictions_path"],
-            data=data,
+            frame_path=data["frame_path"],
             config=config,
-            seeds=seeds,
-            schema=table,
-            mlflow_run=mlflow_run,
+            schema=plan.schema,
         )
-        publish(str(run_dir), written["report"])
-        # What the run found, as Prefect events (`fraudaug alerts` notifies on them).
-        emitted = emit_run_events(
-            metrics, report=Path(written["report"]).resolve().as_uri()
-        )
-        logger.info("events: %s", ", ".join(emitted))
-    _retain(reports_dir, config, tracking_uri, run_id)
+        metrics = {**metrics, "registry": decision}
+    metrics = {**metrics, "resources": meter.summary()}
+    written = report(
+        run_id=run["run_id"],
+        run_dir=run["run_dir"],
+        reports_dir=plan.reports_dir,
+        metrics=metrics,
+        predictions_path=chosen["predictions_path"],
+        data=data,
+        config=config,
+        seeds=seeds,
+        schema=plan.schema,
+        mlflow_run=mlflow_run,
+    )
+    publish(run["run_dir"], written["report"])
+    # What the run found, as Prefect events (`fraudaug alerts` notifies on them).
+    emitted = emit_run_events(
+        metrics, report=Path(written["report"]).resolve().as_uri()
+    )
+    get_run_logger().info("events: %s", ", ".join(emitted))
+    return {
+        **written,
+        "status": metrics["status"],
+        "failures": metrics["failures"],
+        "events": emitted,
+    }
+
+
+def _finished(
+    plan: RunPlan, run_id: str, written: dict[str, Any], cached: list[str]
+) -> dict:
+    """After a run that trained: the retention rule, its last lines, and what
+    the flow returns."""
+    logger = get_run_logger()
+    _retain(plan, run_id)
     if cached:
         logger.info("cached stages (inputs unchanged): %s", ", ".join(cached))
     logger.info("report: %s", written["report"])
-    failures = failures_line(metrics["failures"]) if metrics["failures"] else None
+    failures = failures_line(written["failures"]) if written["failures"] else None
     if failures:
         logger.warning("completed with failures: %s", failures)
     return {
         "run_id": run_id,
-        **written,
-        "status": metrics["status"],
-        "failed_methods": failed_methods(metrics["failures"]),
+        **{k: v for k, v in written.items() if k not in ("failures", "events")},
+        "failed_methods": failed_methods(written["failures"]),
         "failures": failures,
-        "events": emitted,
+        "events": written["events"],
     }
 
 
@@ -507,11 +547,11 @@ def _train_and_fit(
     config: PipelineConfig,
     seeds: dict,
     run_dir: Path,
-    cached: list[str],
-) -> tuple[list[dict], list[dict], list[Any]]:
+) -> tuple[list[dict], list[dict], list[Any], list[str]]:
     """Every split's GAN, every method's fits and every split's fidelity: the
-    fits' results, the GANs' summaries and the fidelity tasks' futures (still
-    running on the workers while the amounts are chosen).
+    fits' results, the GANs' summaries, the fidelity tasks' futures (still
+    running on the workers while the amounts are chosen) and the GANs the stage
+    cache answered.
 
     Detectors that need no GAN go to the task runner's two workers; meanwhile
     the GANs train one split after another in the flow's own thread (a direct
@@ -546,21 +586,24 @@ def _train_and_fit(
         if method not in on_gan
     ]
     gans = []
+    cached = []
     fidelity_futures = []
     for split in range(len(inputs)):
         gan_dir = None
         if on_gan:
             gan_dir = str(layout.gan_dir(run_dir, split))
-            gan = train_gan(
-                inputs[split],
-                config,
-                seeds["gan"][split],
-                gan_dir,
-                cache_dir=config.data.cache_dir,
+            gan, reused = _without_cached(
+                train_gan(
+                    inputs[split],
+                    config,
+                    seeds["gan"][split],
+                    gan_dir,
+                    cache_dir=config.data.cache_dir,
+                ),
+                f"train-gan split {split}",
             )
-            if gan.pop("cached", False):
-                cached.append(f"train-gan split {split}")
             gans.append(gan)
+            cached += reused
             detector_futures += [submit_fit(split, m, gan_dir) for m in on_gan]
         fidelity_futures.append(
             fidelity.submit(
@@ -570,7 +613,7 @@ def _train_and_fit(
                 gan_dir=gan_dir,
             )
         )
-    return [f.result() for f in detector_futures], gans, fidelity_futures
+    return [f.result() for f in detector_futures], gans, fidelity_futures, cached
 
 
 @contextlib.contextmanager
@@ -625,48 +668,36 @@ def _run_tags(
     }
 
 
-def _monitor(
-    tracking_uri: str, data: dict, prepared: dict, config: PipelineConfig, table
-) -> dict[str, Any]:
+def _monitor(plan: RunPlan, data: dict, prepared: dict) -> dict[str, Any]:
     """The champion on the newest labelled rows, before anything trains."""
     return monitor_champion(
-        tracking_uri,
+        plan.tracking_uri,
         data["frame_path"],
         prepared["splits_path"],
         data["sha256"],
-        config,
-        table,
+        plan.config,
+        plan.schema,
         prepared.get("folds"),
     )
 
 
-def _retain(
-    reports_dir: str, config: PipelineConfig, tracking_uri: str, run_id: str
-) -> None:
+def _retain(plan: RunPlan, run_id: str) -> None:
     """The retention rule after a run, keeping this run."""
     apply_retention(
-        reports_dir,
-        keep_runs=config.retention.keep_runs,
-        cache_dir=config.data.cache_dir,
-        cache_days=config.retention.cache_days,
-        tracking_uri=tracking_uri,
+        plan.reports_dir,
+        keep_runs=plan.config.retention.keep_runs,
+        cache_dir=plan.config.data.cache_dir,
+        cache_days=plan.config.retention.cache_days,
+        tracking_uri=plan.tracking_uri,
         keep={run_id},
     )
 
 
-def _nothing_new(
-    *,
-    data: dict[str, Any],
-    config: PipelineConfig,
-    table,
-    reports_dir: str,
-    tracking_uri: str,
-    started_at: str,
-    started_monotonic: float,
-) -> dict:
+def _nothing_new(plan: RunPlan, data: dict[str, Any], started: _Started) -> dict:
     """A night with nothing new on the source: the champion on the newest data
     (the splits are the previous run's, from the cache), a run folder with its
     metrics and a one-page report, the index, the events; nothing retrains."""
+    config, table = plan.config, plan.schema
     logger = get_run_logger()
     logger.info(
         "nothing new since run %s: monitoring the champion, not retraining "
@@ -675,7 +706,7 @@ def _nothing_new(
     )
     # A night that monitors never resumes a training run's folder.
     run = start_run(
-        reports_dir, data["sha256"], config, table.fingerprint(), kind="monitor"
+        plan.reports_dir, data["sha256"], config, table.fingerprint(), kind="monitor"
     )
     run_id, run_dir = run["run_id"], run["run_dir"]
     tags = {
@@ -683,7 +714,7 @@ def _nothing_new(
         "fraudaug.kind": "monitor",
         "fraudaug.previous_run": data["changes"]["previous_run"],
     }
-    with _tracked_run(run, tracking_uri, config, tags) as mlflow_run:
+    with _tracked_run(run, plan.tracking_uri, config, tags) as mlflow_run:
         monitoring = None
         if config.registry.enabled:
             seeds = run_seeds(config.seed, config.split.n_splits)
@@ -695,23 +726,23 @@ def _nothing_new(
                 config.data.cache_dir,
                 table,
             )
-            monitoring = _monitor(tracking_uri, data, prepared, config, table)
+            monitoring = _monitor(plan, data, prepared)
         metrics = monitor_only(
             run_id=run_id,
             run_dir=run_dir,
-            reports_dir=reports_dir,
+            reports_dir=plan.reports_dir,
             data=data,
             config=config,
             schema=table,
             monitoring=monitoring,
-            started_at=started_at,
-            started_monotonic=started_monotonic,
+            started_at=started.at,
+            started_monotonic=started.monotonic,
             mlflow_run=mlflow_run,
         )
         report_path = Path(run_dir) / layout.REPORT_FILE
         emitted = emit_run_events(metrics, report=report_path.resolve().as_uri())
         logger.info("events: %s", ", ".join(emitted))
-    _retain(reports_dir, config, tracking_uri, run_id)
+    _retain(plan, run_id)
     logger.info("report: %s", report_path)
     return {
         "run_id": run_id,

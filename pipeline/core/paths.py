@@ -67,6 +67,27 @@ def check_writable(path: str | Path, what: str) -> Path:
     return path
 
 
+OUTPUT_ROOT_ENV = "FRAUDAUG_OUTPUT_ROOT"
+"""The folder a served deployment's runs write inside (:func:`check_output_paths`)."""
+
+
+def check_output_paths(root: str | Path | None, **paths: str | Path) -> None:
+    """Refuse output folders outside ``root`` (``fraudaug serve`` sets it to the
+    folder it was started in), so a deployment parameter such as
+    ``reports_dir=/etc`` or ``../..`` cannot write anywhere else."""
+    if not root:
+        return
+    base = Path(root).resolve()
+    for name, path in paths.items():
+        # Where the run would really write: relative paths from the working folder,
+        # symbolic links followed.
+        if not Path(path).resolve().is_relative_to(base):
+            raise ConfigError(
+                f"{name}={str(path)!r} is outside the output root {base} "
+                f"({OUTPUT_ROOT_ENV}); choose a folder inside it"
+            )
+
+
 def check_output_table(path: str | Path) -> Path:
     """``path`` if it names a ``.csv`` or ``.parquet`` file that can be written
     (its folder may not exist yet); it is replaced whole when the writer finishes.

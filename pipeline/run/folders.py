@@ -25,7 +25,7 @@ from typing import Any
 
 from pipeline.core.artifacts import file_lock, load_json, save_json, save_text
 from pipeline.core.config import PipelineConfig
-from pipeline.core.errors import ArtifactError, ConfigError
+from pipeline.core.errors import ArtifactError
 from pipeline.core.layout import (
     INDEX_FILE,
     INDEX_LOCK,
@@ -143,26 +143,6 @@ def start_run(
         },
     )
     return {"run_id": run_id, "run_dir": str(run_dir), "resumed": False}
-
-
-OUTPUT_ROOT_ENV = "FRAUDAUG_OUTPUT_ROOT"
-
-
-def check_output_paths(root: str | Path | None, **paths: str | Path) -> None:
-    """Refuse output folders outside ``root`` (``fraudaug serve`` sets it to the
-    folder it was started in), so a deployment parameter such as
-    ``reports_dir=/etc`` or ``../..`` cannot write anywhere else."""
-    if not root:
-        return
-    base = Path(root).resolve()
-    for name, path in paths.items():
-        # Where the run would really write: relative paths from the working folder,
-        # symbolic links followed.
-        if not Path(path).resolve().is_relative_to(base):
-            raise ConfigError(
-                f"{name}={str(path)!r} is outside the output root {base} "
-                f"({OUTPUT_ROOT_ENV}); choose a folder inside it"
-            )
 
 
 def update_latest(reports_dir: Path, run_id: str) -> None:

@@ -45,7 +45,7 @@ def test_output_folders_stay_inside_the_output_root(tmp_path, monkeypatch):
     import pytest
 
     from pipeline.core.errors import ConfigError
-    from pipeline.run.folders import check_output_paths
+    from pipeline.core.paths import check_output_paths
 
     monkeypatch.chdir(tmp_path)
     check_output_paths(None, reports_dir="/etc")  # no root: anything goes (CLI runs)
