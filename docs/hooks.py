@@ -48,9 +48,13 @@ def api_page(package: str) -> str:
     folder = ROOT.joinpath(*name.split("."))
     doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
     modules = sorted(
-        p.stem
-        for p in folder.glob("*.py")
+        p.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
+        for p in [*folder.glob("*.py"), *folder.glob("*/*.py")]
         if not p.stem.startswith("_") and p.stem != "__main__"
+    )
+    # A subpackage (flows.commands): its own docstring, then its modules.
+    modules = sorted(
+        {*modules, *(p.parent.name for p in folder.glob("*/__init__.py"))}
     )
     lines = [f"# `{name}`", "", " ".join(doc.split("\n\n")[0].split()), ""]
     for module in modules:

@@ -5,6 +5,7 @@ import signal
 import pytest
 
 from flows import cli
+from flows.commands import generate
 from pipeline.core import interrupts
 
 
@@ -46,7 +47,7 @@ def test_a_stop_lost_inside_c_code_still_ends_the_command_as_stopped(
         except raised:
             raise lost from None
 
-    monkeypatch.setattr(cli, "cmd_generate", command)
+    monkeypatch.setattr(generate, "main", command)
     argv = ["generate", "--run", "r", "-n", "1", "--out", "o.csv"]
     # (What the test process had: the default, or ignored when started in the
     # background by a shell without job control.)
@@ -62,7 +63,7 @@ def test_an_error_without_a_request_is_a_failure(monkeypatch):
     def broken(args):
         raise ValueError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_generate", broken)
+    monkeypatch.setattr(generate, "main", broken)
     with pytest.raises(ValueError, match="a bug"):
         cli.main(["generate", "--run", "r", "-n", "1", "--out", "o.csv"])
     assert interrupts.stopped_by(KeyboardInterrupt())
@@ -138,6 +139,7 @@ def test_a_stop_swallowed_in_a_callback_is_asked_for_again_and_says_nothing(caps
 DEADLINE_SCRIPT = """
 import sys, time
 from flows import cli
+from flows.commands import run
 from pipeline.core import interrupts
 from pipeline.registry.tracking import MLFLOW_RUN_END
 
@@ -151,7 +153,7 @@ def stuck(args):
         with interrupts.telling(MLFLOW_RUN_END):  # a store that never answers
             time.sleep(60)
 
-cli.cmd_run = stuck
+run.main = stuck
 sys.argv = ["fraudaug", "run", "--data", "t.csv"]
 cli.entry()
 """
