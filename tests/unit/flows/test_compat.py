@@ -2,34 +2,7 @@
 (:mod:`flows.compat`) still have the shape it relies on: one of these fails
 when an upgrade changes one."""
 
-import inspect
-
 from flows import compat
-
-
-def test_prefects_temporary_server_is_still_started_by_a_popen_of_its_command():
-    import prefect.server.api.server as prefect_server
-
-    servers = prefect_server.SubprocessASGIServer
-    assert isinstance(servers._instances, dict) and compat.temporary_servers() is (
-        servers._instances
-    )
-    command = servers._run_uvicorn_command
-    assert list(inspect.signature(command).parameters) == ["self"]
-    assert "subprocess.Popen(" in inspect.getsource(command)
-    assert prefect_server.subprocess.Popen  # the module the wrapper stands in for
-    prior = servers._instances.pop(None, None)
-    try:
-        server = compat.new_temporary_server(("wrapper",))
-        assert servers._instances[None] is server and server.wrapper == ("wrapper",)
-        server.close()  # Prefect's stop: unregistered
-        assert None not in servers._instances
-        server.start()  # closed: starts nothing
-        assert server.server_process is None and not server.running
-    finally:
-        servers._instances.pop(None, None)
-        if prior is not None:
-            servers._instances[None] = prior
 
 
 def test_prefects_thread_pool_still_holds_its_cancel_events_and_executor():
