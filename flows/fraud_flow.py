@@ -6,6 +6,7 @@ Tasks pass paths and small dicts; all the work is in :mod:`pipeline.run`'s stage
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import time
 from collections.abc import Iterator
@@ -577,6 +578,11 @@ def _train_and_fit(
             gan_dir=gan_dir,
         )
 
+    # The samplers' library imported once here, before the fits fan out to the
+    # task threads: two threads importing imbalanced-learn's modules at once
+    # (its package imports each, and they import each other) can each find the
+    # other's half-initialised module (ImportError, seen on a resumed run).
+    importlib.import_module("imblearn")
     if on_gan:
         _configure_tensorflow(config)
     detector_futures = [
