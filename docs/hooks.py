@@ -53,9 +53,7 @@ def api_page(package: str) -> str:
         if not p.stem.startswith("_") and p.stem != "__main__"
     )
     # A subpackage (flows.commands): its own docstring, then its modules.
-    modules = sorted(
-        {*modules, *(p.parent.name for p in folder.glob("*/__init__.py"))}
-    )
+    modules = sorted({*modules, *(p.parent.name for p in folder.glob("*/__init__.py"))})
     lines = [f"# `{name}`", "", " ".join(doc.split("\n\n")[0].split()), ""]
     for module in modules:
         lines += [f"::: {name}.{module}", "    options:", "      heading_level: 2", ""]

@@ -213,6 +213,26 @@ def make_demo_data(
     -------
     DataFrame of shape (n_samples, 31), rows in time order.
     """
+    n_fraud = _demo_fraud_count(n_samples, fraud_share)
+    rng = np.random.default_rng(random_state)
+    labels = np.zeros(n_samples, dtype=np.int8)
+    labels[rng.choice(n_samples, size=n_fraud, replace=False)] = 1
+    is_fraud = labels == 1
+    time = _demo_times(rng, is_fraud)
+    v = _demo_components(rng, is_fraud)
+    amount = _demo_amounts(rng, is_fraud)
+
+    frame = pd.DataFrame(v, columns=[f"V{i}" for i in range(1, 29)])
+    frame.insert(0, "Time", time)
+    frame["Amount"] = amount
+    frame[TARGET] = labels
+    frame = frame.sort_values("Time", kind="stable").reset_index(drop=True)
+    return frame[list(COLUMNS)]
+
+
+def _demo_fraud_count(n_samples: int, fraud_share: float) -> int:
+    """The number of fraud rows for ``n_samples`` rows at ``fraud_share``; raises
+    :class:`ConfigError` unless both classes get at least two rows."""
     if not 0.0 < fraud_share < 1.0:
         raise ConfigError(f"fraud share must be in (0, 1), got {fraud_share}")
     n_fraud = int(round(n_samples * fraud_share))
@@ -221,13 +241,14 @@ def make_demo_data(
             f"{n_samples} rows at fraud share {fraud_share:.4%} give {n_fraud} frauds; "
             "need at least 2 of each class (more rows or a larger --fraud-share)"
         )
-    rng = np.random.default_rng(random_state)
-    labels = np.zeros(n_samples, dtype=np.int8)
-    labels[rng.choice(n_samples, size=n_fraud, replace=False)] = 1
-    is_fraud = labels == 1
+    return n_fraud
 
+
+def _demo_times(rng: np.random.Generator, is_fraud: np.ndarray) -> np.ndarray:
+    """Each row's ``Time`` in whole seconds over the Kaggle file's two days."""
     # Activity follows the clock: fewer legitimate transactions at night; fraud
     # is spread more evenly over the day.
+    n_samples = len(is_fraud)
     day = float(SECONDS_PER_DAY)
     n_days = KAGGLE_MAX_TIME / day
     hours = np.where(
@@ -236,8 +257,13 @@ def make_demo_data(
         np.clip(rng.normal(14.0, 4.5, n_samples), 0, 23.999),
     )
     days = rng.integers(0, int(np.ceil(n_days)), n_samples)
-    time = np.minimum(days * day + hours * 3600.0, KAGGLE_MAX_TIME).round()
+    return np.minimum(days * day + hours * 3600.0, KAGGLE_MAX_TIME).round()
 
+
+def _demo_components(rng: np.random.Generator, is_fraud: np.ndarray) -> np.ndarray:
+    """``V1``..``V28``: heavy-tailed with decreasing spread, fraud rows shifted by
+    a per-row severity along the components in :data:`_FRAUD_SHIFT`."""
+    n_samples, n_fraud = len(is_fraud), int(is_fraud.sum())
     spreads = np.linspace(1.95, 0.33, 28)
     v = rng.standard_t(df=5, size=(n_samples, 28)) * spreads / np.sqrt(5 / 3)
     severity = np.where(
@@ -250,7 +276,12 @@ def make_demo_data(
         j = int(name[1:]) - 1
         fraud_v[:, j] += shift * spreads[j] * severity
     v[is_fraud] = fraud_v
+    return v
 
+
+def _demo_amounts(rng: np.random.Generator, is_fraud: np.ndarray) -> np.ndarray:
+    """Each row's log-normal ``Amount``, capped at 25,000 and rounded to cents."""
+    n_samples = len(is_fraud)
     amount = np.where(
         is_fraud,
         np.where(
@@ -260,14 +291,7 @@ def make_demo_data(
         ),
         rng.lognormal(3.0, 1.35, n_samples),
     )
-    amount = np.minimum(amount, 25_000.0).round(2)
-
-    frame = pd.DataFrame(v, columns=[f"V{i}" for i in range(1, 29)])
-    frame.insert(0, "Time", time)
-    frame["Amount"] = amount
-    frame[TARGET] = labels
-    frame = frame.sort_values("Time", kind="stable").reset_index(drop=True)
-    return frame[list(COLUMNS)]
+    return np.minimum(amount, 25_000.0).round(2)
 
 
 DEMO_KINDS = ("kaggle", "transactions")
@@ -325,6 +349,36 @@ def make_transactions_demo(
     if n_customers < 10 or n_days < 2:
         raise ConfigError("the transactions demo needs >= 10 customers and >= 2 days")
     rng = np.random.default_rng(random_state)
+    world = _simulate_world(rng, n_customers)
+    tx = _simulate_transactions(rng, world, n_days)
+    fraud = _simulate_frauds(rng, tx, n_customers, n_days)
+    tx["amount"] = tx["amount"].round(2)
+    frame = _transactions_frame(rng, world, tx, fraud, start)
+    out = _transactions_columns(frame, world.merchant)
+    _add_customer_windows(out, frame)
+    _add_terminal_windows(out, frame)
+    out["bill_term_km"] = frame["bill_term_km"]
+    name, positive, negative = TRANSACTIONS_LABEL
+    out[name] = np.where(frame["fraud"].to_numpy() == 1, positive, negative)
+    return out
+
+
+@dataclass(frozen=True)
+class _World:
+    """The transactions demo's customers and terminals: places on the grid,
+    spending profiles, merchant categories and each customer's terminals."""
+
+    cust_xy: np.ndarray
+    term_xy: np.ndarray
+    mean_amount: np.ndarray
+    tx_per_day: np.ndarray
+    channel_mix: np.ndarray
+    merchant: np.ndarray
+    near: list[np.ndarray]
+
+
+def _simulate_world(rng: np.random.Generator, n_customers: int) -> _World:
+    """Draw the customers (two terminals each) and their spending profiles."""
     n_terminals = 2 * n_customers
     cust_xy = rng.uniform(0, 100, (n_customers, 2))
     term_xy = rng.uniform(0, 100, (n_terminals, 2))
@@ -339,9 +393,21 @@ def make_transactions_demo(
         distance = np.hypot(*(term_xy - xy).T)
         within = np.flatnonzero(distance < 5)
         near.append(within if len(within) else np.array([int(distance.argmin())]))
+    return _World(
+        cust_xy, term_xy, mean_amount, tx_per_day, channel_mix, merchant, near
+    )
 
-    n_per = rng.poisson(np.repeat(tx_per_day[None, :], n_days, axis=0))  # day x cust
-    day = np.repeat(np.arange(n_days), n_per.sum(axis=1))
+
+def _simulate_transactions(
+    rng: np.random.Generator, world: _World, n_days: int
+) -> dict[str, np.ndarray]:
+    """Draw every customer's transactions, before any fraud: arrays ``day``,
+    ``seconds`` (of the day), ``customer``, ``terminal``, ``amount`` and
+    ``channel`` (an index into :data:`_CHANNELS`)."""
+    n_customers = len(world.cust_xy)
+    near, mean_amount = world.near, world.mean_amount
+    n_per = rng.poisson(np.repeat(world.tx_per_day[None, :], n_days, axis=0))
+    day = np.repeat(np.arange(n_days), n_per.sum(axis=1))  # n_per: day x customer
     customer = np.concatenate([np.repeat(np.arange(n_customers), row) for row in n_per])
     n = len(customer)
     seconds = np.clip(rng.normal(43_200, 20_000, n), 0, 86_399).astype(np.int64)
@@ -352,10 +418,29 @@ def make_transactions_demo(
     amount = rng.normal(mean_amount[customer], mean_amount[customer] / 2)
     negative = amount < 0
     amount[negative] = rng.uniform(0, 2 * mean_amount[customer[negative]])
-    cum = channel_mix[customer].cumsum(axis=1)
+    cum = world.channel_mix[customer].cumsum(axis=1)
     channel = (rng.random(n)[:, None] > cum).sum(axis=1).clip(0, len(_CHANNELS) - 1)
+    return {
+        "day": day,
+        "seconds": seconds,
+        "customer": customer,
+        "terminal": terminal,
+        "amount": amount,
+        "channel": channel,
+    }
 
-    # The Handbook's fraud scenarios.
+
+def _simulate_frauds(
+    rng: np.random.Generator,
+    tx: dict[str, np.ndarray],
+    n_customers: int,
+    n_days: int,
+) -> np.ndarray:
+    """The Handbook's fraud scenarios: which transactions are fraud. Compromised
+    customers' frauds change ``tx``'s ``amount`` and ``channel`` in place."""
+    day, customer, terminal = tx["day"], tx["customer"], tx["terminal"]
+    amount, channel = tx["amount"], tx["channel"]
+    n, n_terminals = len(customer), 2 * n_customers
     fraud = amount > 220
     n_bad_terminals = max(1, round(2 * n_customers / 2_000))
     n_bad_customers = max(1, round(3 * n_customers / 2_000))
@@ -372,29 +457,48 @@ def make_transactions_demo(
         amount[hit] *= 5
         channel[hit] = np.where(rng.random(int(hit.sum())) < 0.8, 1, channel[hit])
         fraud |= hit
-    amount = amount.round(2)
+    return fraud
 
+
+def _transactions_frame(
+    rng: np.random.Generator,
+    world: _World,
+    tx: dict[str, np.ndarray],
+    fraud: np.ndarray,
+    start: str,
+) -> pd.DataFrame:
+    """The transactions in time order with their timestamp, channel name and
+    distance from the billing address (``bill_term_km``)."""
     when = (
-        pd.Timestamp(start) + pd.to_timedelta(day, "D") + pd.to_timedelta(seconds, "s")
+        pd.Timestamp(start)
+        + pd.to_timedelta(tx["day"], "D")
+        + pd.to_timedelta(tx["seconds"], "s")
     )
     frame = pd.DataFrame(
         {
             "tx_datetime": when,
-            "customer": customer,
-            "terminal": terminal,
-            "amount": amount,
-            "channel": channel,
+            "customer": tx["customer"],
+            "terminal": tx["terminal"],
+            "amount": tx["amount"],
+            "channel": tx["channel"],
             "fraud": fraud.astype(np.int64),
         }
     ).sort_values(["tx_datetime", "customer"], kind="stable", ignore_index=True)
-    distance = np.hypot(*(cust_xy[frame["customer"]] - term_xy[frame["terminal"]]).T)
+    distance = np.hypot(
+        *(world.cust_xy[frame["customer"]] - world.term_xy[frame["terminal"]]).T
+    )
     remote = frame["channel"].to_numpy() == 1  # card not present: a web shop
     frame["channel"] = np.asarray(_CHANNELS, dtype=object)[frame["channel"]]
     frame["bill_term_km"] = np.where(
         remote, rng.exponential(400.0, len(frame)), distance * 3.0
     ).round(1)
+    return frame
+
+
+def _transactions_columns(frame: pd.DataFrame, merchant: np.ndarray) -> pd.DataFrame:
+    """The demo table's first columns, from ``tx_id`` to the ``night`` flag."""
     hour = frame["tx_datetime"].dt.hour
-    out = pd.DataFrame(
+    return pd.DataFrame(
         {
             "tx_id": np.arange(len(frame), dtype=np.int64) + 1_000_000,
             "tx_datetime": frame["tx_datetime"],
@@ -409,21 +513,32 @@ def make_transactions_demo(
             "night": (hour <= 6).astype(np.int64),
         }
     )
-    indexed = frame.set_index("tx_datetime")
-    by_customer = indexed.groupby("customer")["amount"]
-    by_terminal = indexed.groupby("terminal")["fraud"]
-    order = np.argsort(  # groupby-rolling returns rows grouped; put them back
-        np.lexsort((np.arange(len(frame)), frame["customer"].to_numpy()))
-    )
-    t_order = np.argsort(
-        np.lexsort((np.arange(len(frame)), frame["terminal"].to_numpy()))
-    )
+
+
+def _rolling_order(frame: pd.DataFrame, key: str) -> np.ndarray:
+    """The positions that put a groupby-rolling result by ``key`` (rows grouped)
+    back in the frame's order."""
+    return np.argsort(np.lexsort((np.arange(len(frame)), frame[key].to_numpy())))
+
+
+def _add_customer_windows(out: pd.DataFrame, frame: pd.DataFrame) -> None:
+    """Add each customer's transaction count and mean amount over the last 1, 7
+    and 30 days to ``out``."""
+    by_customer = frame.set_index("tx_datetime").groupby("customer")["amount"]
+    order = _rolling_order(frame, "customer")
     for days in (1, 7, 30):
         window = by_customer.rolling(f"{days}D")
         out[f"customer_nb_tx_{days}d"] = (
             window.count().to_numpy()[order].astype(np.int64)
         )
         out[f"customer_avg_amount_{days}d"] = window.mean().to_numpy()[order].round(2)
+
+
+def _add_terminal_windows(out: pd.DataFrame, frame: pd.DataFrame) -> None:
+    """Add each terminal's transaction count and fraud rate over the last 1, 7
+    and 30 days, with labels known after a 7-day delay, to ``out``."""
+    by_terminal = frame.set_index("tx_datetime").groupby("terminal")["fraud"]
+    t_order = _rolling_order(frame, "terminal")
     delay = 7
     for days in (1, 7, 30):
         # Labels are known only after the delay: the window (t-delay-days, t-delay].
@@ -435,10 +550,6 @@ def make_transactions_demo(
         out[f"terminal_risk_{days}d"] = np.where(
             n_tx > 0, n_fraud / np.maximum(n_tx, 1), 0.0
         ).round(4)
-    out["bill_term_km"] = frame["bill_term_km"]
-    name, positive, negative = TRANSACTIONS_LABEL
-    out[name] = np.where(frame["fraud"].to_numpy() == 1, positive, negative)
-    return out
 
 
 def write_demo_data(

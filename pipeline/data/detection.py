@@ -71,11 +71,51 @@ def detect_schema(
     ConfigError
         A named column is missing, or the label does not have two values.
     """
-    import numpy as np
-    import pandas as pd
-
     columns = [str(c).strip() for c in frame.columns]
     frame = frame.set_axis(columns, axis=1)
+    _check_named_columns(columns, label, time, amount, entity, ids, ignore)
+    positive_value, why = _label_positive(frame[label], label, positive)
+    specs: list[ColumnSpec] = []
+    reasons: list[dict[str, str]] = []
+    for column in columns:
+        spec, why_column = _column_spec(
+            column,
+            frame[column],
+            label=label,
+            why_label=why,
+            ids=ids,
+            ignore=ignore,
+            entity=entity,
+            time=time,
+            amount=amount,
+            max_categories=max_categories,
+        )
+        specs.append(spec)
+        reasons.append({"column": column, "kind": spec.kind, "why": why_column})
+    schema = TableSchema.from_dict(
+        {
+            "name": name,
+            "label": {"column": label, "positive": positive_value},
+            "time": time,
+            "amount": amount,
+            "entity": entity,
+            "columns": [s.to_dict() for s in specs],
+        }
+    )
+    return schema, reasons
+
+
+def _check_named_columns(
+    columns: list[str],
+    label: str,
+    time: str | None,
+    amount: str | None,
+    entity: str | None,
+    ids: tuple[str, ...] | list[str],
+    ignore: tuple[str, ...] | list[str],
+) -> None:
+    """Raise :class:`ConfigError` for the first column an argument names that the
+    table does not have."""
     for role, names in (
         ("--label", [label]),
         ("--time", [time] if time else []),
@@ -90,7 +130,50 @@ def detect_schema(
                     f"{role} {column!r}: no such column (columns: "
                     f"{describe_names(columns)})"
                 )
-    values = frame[label].dropna()
+
+
+def _column_spec(
+    column: str,
+    series: pd.Series,
+    *,
+    label: str,
+    why_label: str,
+    ids: tuple[str, ...] | list[str],
+    ignore: tuple[str, ...] | list[str],
+    entity: str | None,
+    time: str | None,
+    amount: str | None,
+    max_categories: int,
+) -> tuple[ColumnSpec, str]:
+    """One column's spec and the reason for it: the role an argument gives it,
+    else what its values look like (:func:`_detect_column`)."""
+    if column == label:
+        return ColumnSpec(name=column, kind="label"), why_label
+    if column in ids:
+        return ColumnSpec(name=column, kind="id"), "--id"
+    if column == entity:
+        spec, why = _detect_column(column, series, max_categories)
+        if spec.kind not in ("id", "categorical", "integer"):
+            spec = ColumnSpec(name=column, kind="id")
+        return spec, f"--entity; {why}"
+    if column in ignore:
+        return ColumnSpec(name=column, kind="ignore"), "--ignore"
+    spec, why = _detect_column(column, series, max_categories)
+    return _time_or_amount(column, series, spec, why, time=time, amount=amount)
+
+
+def _label_positive(labels: pd.Series, label: str, positive: Any) -> tuple[Any, str]:
+    """The label's positive value (as JSON holds it) and why it is that one:
+    ``positive`` when given, else 1 / true, else the rarer of the two values.
+
+    Raises
+    ------
+    ConfigError
+        The label does not have two values, or ``positive`` is not one of them.
+    """
+    import pandas as pd
+
+    values = labels.dropna()
     distinct = pd.unique(values)
     if len(distinct) != 2:
         shown = ", ".join(repr(v) for v in distinct[:5])
@@ -99,7 +182,6 @@ def detect_schema(
             "a label needs exactly two"
         )
     canon = {canonical_label(v): v for v in distinct}
-    reasons: list[dict[str, str]] = []
     if positive is not None:
         if canonical_label(positive) not in canon:
             raise ConfigError(
@@ -118,52 +200,46 @@ def detect_schema(
             f"label; positive value {positive_value!r} is the rarer one "
             f"({int(counts.iloc[-1]):,} of {int(counts.sum()):,} rows): check it"
         )
-    positive_value = _json_value(positive_value)
-    specs: list[ColumnSpec] = []
-    for column in columns:
-        series = frame[column]
-        if column == label:
-            spec, why_column = ColumnSpec(name=column, kind="label"), why
-        elif column in ids:
-            spec, why_column = ColumnSpec(name=column, kind="id"), "--id"
-        elif column == entity:
-            spec, why_column = _detect_column(column, series, max_categories)
-            if spec.kind not in ("id", "categorical", "integer"):
-                spec = ColumnSpec(name=column, kind="id")
-            why_column = f"--entity; {why_column}"
-        elif column in ignore:
-            spec, why_column = ColumnSpec(name=column, kind="ignore"), "--ignore"
-        else:
-            spec, why_column = _detect_column(column, series, max_categories)
-            if column == time and spec.kind not in ("numeric", "integer", "datetime"):
-                raise ConfigError(
-                    f"--time {column}: detected as {spec.kind} ({why_column}); "
-                    "the time column must be a timestamp or a number"
-                )
-            if column == amount:
-                if spec.kind not in ("numeric", "integer"):
-                    raise ConfigError(
-                        f"--amount {column}: detected as {spec.kind} "
-                        f"({why_column}); the amount must be a number"
-                    )
-                minimum = float(np.nanmin(pd.to_numeric(series, errors="coerce")))
-                spec = spec.model_copy(update={"skewed": minimum >= 0})
-                why_column = "--amount" + ("; log1p" if minimum >= 0 else "")
-            elif column == time:
-                why_column = f"--time; {why_column}"
-        specs.append(spec)
-        reasons.append({"column": column, "kind": spec.kind, "why": why_column})
-    schema = TableSchema.from_dict(
-        {
-            "name": name,
-            "label": {"column": label, "positive": positive_value},
-            "time": time,
-            "amount": amount,
-            "entity": entity,
-            "columns": [s.to_dict() for s in specs],
-        }
-    )
-    return schema, reasons
+    return _json_value(positive_value), why
+
+
+def _time_or_amount(
+    column: str,
+    series: pd.Series,
+    spec: ColumnSpec,
+    why: str,
+    *,
+    time: str | None,
+    amount: str | None,
+) -> tuple[ColumnSpec, str]:
+    """A detected column's spec and reason, adjusted when it is the ``--time`` or
+    ``--amount`` column (the amount is ``skewed`` when never negative).
+
+    Raises
+    ------
+    ConfigError
+        The time column is not a timestamp or number, or the amount not a number.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if column == time and spec.kind not in ("numeric", "integer", "datetime"):
+        raise ConfigError(
+            f"--time {column}: detected as {spec.kind} ({why}); "
+            "the time column must be a timestamp or a number"
+        )
+    if column == amount:
+        if spec.kind not in ("numeric", "integer"):
+            raise ConfigError(
+                f"--amount {column}: detected as {spec.kind} "
+                f"({why}); the amount must be a number"
+            )
+        minimum = float(np.nanmin(pd.to_numeric(series, errors="coerce")))
+        spec = spec.model_copy(update={"skewed": minimum >= 0})
+        why = "--amount" + ("; log1p" if minimum >= 0 else "")
+    elif column == time:
+        why = f"--time; {why}"
+    return spec, why
 
 
 def _json_value(value: Any) -> Any:

@@ -12,7 +12,13 @@ import pandas as pd
 
 from pipeline.core.errors import DataValidationError
 from pipeline.data.reading import check_line_length, describe_row
-from pipeline.data.schema import KAGGLE, TableSchema, canonical_label, describe_names
+from pipeline.data.schema import (
+    KAGGLE,
+    ColumnSpec,
+    TableSchema,
+    canonical_label,
+    describe_names,
+)
 
 
 def check_columns(
@@ -364,32 +370,9 @@ def validated_columns(
             continue
         column = frame[name]
         if spec.kind in ("numeric", "integer"):
-            values = _to_numeric(path, kind, name, column, first_row, names)
-            if name == schema.amount or spec.skewed:
-                negative = values < 0
-                if negative.any():
-                    row = int(np.flatnonzero(negative)[0])
-                    expected = (
-                        "an amount >= 0"
-                        if name == schema.amount
-                        else "a value >= 0 (the schema marks it skewed: log1p)"
-                    )
-                    raise DataValidationError(
-                        f"{path}: column {name}, "
-                        f"{describe_row(kind, first_row + row)}: found "
-                        f"{values[row]:g}, expected {expected}"
-                    )
-            if spec.kind == "integer":
-                fractional = values != np.round(values)
-                if fractional.any():
-                    row = int(np.flatnonzero(fractional)[0])
-                    raise DataValidationError(
-                        f"{path}: column {name}, "
-                        f"{describe_row(kind, first_row + row)}: found "
-                        f"{values[row]:g}, expected a whole number (kind integer)"
-                    )
-                values = values.astype(np.int64)
-            data[name] = values
+            data[name] = _numeric_column(
+                path, kind, schema, spec, column, first_row, names
+            )
         elif spec.kind == "boolean":
             data[name] = _to_boolean(path, kind, name, column, first_row)
         elif spec.kind == "categorical":
@@ -398,10 +381,55 @@ def validated_columns(
             data[name] = _to_datetime(path, kind, spec, column, first_row)
         elif spec.kind == "label":
             data[name] = _to_label(path, kind, schema, column, first_row, one_class)
-        else:  # id: carried as read (text stripped)
-            data[name] = (
-                column.astype(str).str.strip().astype(object)
-                if column.dtype == object
-                else column
-            ).reset_index(drop=True)
+        else:
+            data[name] = _id_column(column)
     return data
+
+
+def _numeric_column(
+    path: Path,
+    kind: str,
+    schema: TableSchema,
+    spec: ColumnSpec,
+    column: pd.Series,
+    first_row: int,
+    names: tuple[str, ...],
+) -> np.ndarray:
+    """A numeric or integer column's values: float64, or int64 for ``integer``;
+    never negative for the amount and ``skewed`` columns."""
+    name = spec.name
+    values = _to_numeric(path, kind, name, column, first_row, names)
+    if name == schema.amount or spec.skewed:
+        negative = values < 0
+        if negative.any():
+            row = int(np.flatnonzero(negative)[0])
+            expected = (
+                "an amount >= 0"
+                if name == schema.amount
+                else "a value >= 0 (the schema marks it skewed: log1p)"
+            )
+            raise DataValidationError(
+                f"{path}: column {name}, "
+                f"{describe_row(kind, first_row + row)}: found "
+                f"{values[row]:g}, expected {expected}"
+            )
+    if spec.kind == "integer":
+        fractional = values != np.round(values)
+        if fractional.any():
+            row = int(np.flatnonzero(fractional)[0])
+            raise DataValidationError(
+                f"{path}: column {name}, "
+                f"{describe_row(kind, first_row + row)}: found "
+                f"{values[row]:g}, expected a whole number (kind integer)"
+            )
+        values = values.astype(np.int64)
+    return values
+
+
+def _id_column(column: pd.Series) -> pd.Series:
+    """An id column carried as read (text stripped), indexed 0..n-1."""
+    return (
+        column.astype(str).str.strip().astype(object)
+        if column.dtype == object
+        else column
+    ).reset_index(drop=True)

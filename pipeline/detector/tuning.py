@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xgboost import XGBClassifier
+
+if TYPE_CHECKING:
+    import optuna
 
 SPACE = {
     "max_depth": (2, 10),
@@ -77,57 +80,24 @@ def tune_detector(
     (XGBClassifier, Tuned)
     """
     import optuna
-    from sklearn.metrics import average_precision_score
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     untuned = detector.get_params()
     weight = untuned.get("scale_pos_weight")
-
-    def fit(params: dict[str, Any]) -> tuple[float, XGBClassifier]:
-        model = XGBClassifier(**{**untuned, **params})
-        model.fit(
-            X,
-            y,
-            sample_weight=sample_weight,
-            eval_set=[(X_val, y_val)],
-            sample_weight_eval_set=None if eval_weight is None else [eval_weight],
-            verbose=False,
-        )
-        scores = model.predict_proba(X_val)[:, 1]
-        return float(
-            average_precision_score(y_val, scores, sample_weight=eval_weight)
-        ), model
-
     best: dict[str, Any] = {}
 
     def objective(trial: optuna.Trial) -> float:
-        params: dict[str, Any] = {
-            "max_depth": trial.suggest_int("max_depth", *SPACE["max_depth"]),
-            "min_child_weight": trial.suggest_float(
-                "min_child_weight", *SPACE["min_child_weight"], log=True
-            ),
-            "learning_rate": trial.suggest_float(
-                "learning_rate", *SPACE["learning_rate"], log=True
-            ),
-        }
-        if weight is not None and weight > 1.0:
-            params["scale_pos_weight"] = trial.suggest_float(
-                "scale_pos_weight", 1.0, float(weight), log=True
-            )
-        value, model = fit(params)
+        params = _suggest(trial, weight)
+        value, model = _fit_scored(
+            {**untuned, **params}, X, y, X_val, y_val, sample_weight, eval_weight
+        )
         if not best or value > best["value"]:
             best.update(value=value, params=params, model=model)
         if trial.number == 0:
             best["untuned"] = value
         return value
 
-    first = {
-        "max_depth": untuned["max_depth"],
-        "min_child_weight": untuned.get("min_child_weight") or 1.0,
-        "learning_rate": untuned["learning_rate"],
-    }
-    if weight is not None and weight > 1.0:
-        first["scale_pos_weight"] = float(weight)
+    first = _first_trial(untuned, weight)
     study = optuna.create_study(
         direction="maximize",
         sampler=optuna.samplers.TPESampler(
@@ -146,3 +116,62 @@ def tune_detector(
         untuned_validation_auprc=best["untuned"],
         trials=trials,
     )
+
+
+def _fit_scored(
+    params: dict[str, Any],
+    X: np.ndarray,
+    y: np.ndarray,
+    X_val: np.ndarray,
+    y_val: np.ndarray,
+    sample_weight: np.ndarray | None,
+    eval_weight: np.ndarray | None,
+) -> tuple[float, XGBClassifier]:
+    """A detector with ``params`` fitted (early-stopped on the validation rows)
+    and its validation AUPRC."""
+    from sklearn.metrics import average_precision_score
+
+    model = XGBClassifier(**params)
+    model.fit(
+        X,
+        y,
+        sample_weight=sample_weight,
+        eval_set=[(X_val, y_val)],
+        sample_weight_eval_set=None if eval_weight is None else [eval_weight],
+        verbose=False,
+    )
+    scores = model.predict_proba(X_val)[:, 1]
+    return float(
+        average_precision_score(y_val, scores, sample_weight=eval_weight)
+    ), model
+
+
+def _suggest(trial: optuna.Trial, weight: float | None) -> dict[str, Any]:
+    """One trial's settings drawn from :data:`SPACE` (and ``scale_pos_weight``
+    between 1 and ``weight`` when the method weighs the frauds up)."""
+    params: dict[str, Any] = {
+        "max_depth": trial.suggest_int("max_depth", *SPACE["max_depth"]),
+        "min_child_weight": trial.suggest_float(
+            "min_child_weight", *SPACE["min_child_weight"], log=True
+        ),
+        "learning_rate": trial.suggest_float(
+            "learning_rate", *SPACE["learning_rate"], log=True
+        ),
+    }
+    if weight is not None and weight > 1.0:
+        params["scale_pos_weight"] = trial.suggest_float(
+            "scale_pos_weight", 1.0, float(weight), log=True
+        )
+    return params
+
+
+def _first_trial(untuned: dict[str, Any], weight: float | None) -> dict[str, Any]:
+    """The untuned settings as the search's first trial."""
+    first = {
+        "max_depth": untuned["max_depth"],
+        "min_child_weight": untuned.get("min_child_weight") or 1.0,
+        "learning_rate": untuned["learning_rate"],
+    }
+    if weight is not None and weight > 1.0:
+        first["scale_pos_weight"] = float(weight)
+    return first

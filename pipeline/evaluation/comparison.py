@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.evaluation.metrics import METRIC_LABELS, split_rho, summarise
-from pipeline.evaluation.records import Comparison
+from pipeline.evaluation.records import BaselineChoice, Comparison
 from pipeline.evaluation.selection import best_on_validation
 from pipeline.evaluation.statistics import (
     MIN_PLANNING_SPLITS,
@@ -95,10 +95,36 @@ def paired_difference(
     if not splits or method == baseline:
         return None
     diffs = np.array([a[s] - b[s] for s in splits], dtype=float)
+    out = _difference_record(diffs, method, baseline, metric, rho, rope, unit)
+    post = posterior(diffs, rho)
+    if post is None:
+        return out
+    probabilities = rope_probabilities(*post, rope)
+    out.update(probabilities)
+    out["decision"] = out["claim"] = decide(probabilities)
+    if unit == "fold":
+        out["next_fold_interval"] = predictive_interval(diffs)
+        return out
+    _add_planning(out, rho, rope)
+    return out
+
+
+def _difference_record(
+    diffs: np.ndarray,
+    method: str,
+    baseline: str,
+    metric: str,
+    rho: float,
+    rope: float,
+    unit: str,
+) -> dict[str, Any]:
+    """A paired comparison's record with its frequentist fields filled in (the
+    mean and spread of ``diffs``, both intervals, the corrected t-test's and
+    Wilcoxon's p) and every Bayesian and planning field at its default."""
     n = len(diffs)
     sd, plain = t_interval(diffs, bounded=False)
     _, corrected = corrected_t_interval(diffs, rho)
-    out: dict[str, Any] = {
+    return {
         "method": method,
         "baseline": baseline,
         "metric": metric,
@@ -129,16 +155,14 @@ def paired_difference(
         "smallest_better_range": None,
         "next_fold_interval": None,
     }
-    post = posterior(diffs, rho)
-    if post is None:
-        return out
-    probabilities = rope_probabilities(*post, rope)
-    out.update(probabilities)
-    out["decision"] = out["claim"] = decide(probabilities)
-    if unit == "fold":
-        out["next_fold_interval"] = predictive_interval(diffs)
-        return out
-    spreads = [sd, *out["sd_range"]]
+
+
+def _add_planning(out: dict[str, Any], rho: float, rope: float) -> None:
+    """Fill in a random-split comparison's ``resolution``, ``smallest_better``
+    and (from :data:`~pipeline.evaluation.statistics.MIN_PLANNING_SPLITS`
+    splits) ``splits_to_decide``, each with its range over ``sd_range``."""
+    n = out["n_splits"]
+    spreads = [out["sd_diff"], *out["sd_range"]]
     res = [resolution(v, rho) for v in spreads]
     gain = [smallest_better(v, rho, rope) for v in spreads]
     out.update(
@@ -154,7 +178,6 @@ def paired_difference(
         ]
         out["splits_to_decide"] = needed[0]
         out["splits_to_decide_range"] = needed[1:]
-    return out
 
 
 def format_p(p: float) -> str:
@@ -376,8 +399,7 @@ def compare_methods(
     results : list of dict
         One record per method and split, each with ``metric``,
         ``validation_<metric>`` (the best SMOTE-family method is chosen on it),
-        ``n_train`` and ``n_test``
-        (:func:`~pipeline.evaluation.metrics.split_rho`).
+        ``n_train`` and ``n_test`` (:func:`~pipeline.evaluation.metrics.split_rho`).
     roles : dict
         ``reference``: the method every method is set against (no resampling);
         ``question``: the pre-registered question's method, which the headline
@@ -404,19 +426,50 @@ def compare_methods(
     Returns
     -------
     dict with ``metric``, ``rope``, ``rho``, ``rho_source``, ``heuristic``,
-    ``reference`` and ``question``
-    (the roles' names), ``best_smote_family`` and ``baseline_choice`` (how it
-    was chosen), ``comparisons`` (list, :func:`paired_difference`: every method
-    against the reference, and each method outside the family against its best
-    — no comparison twice in mirror — with Holm's adjustment over all of them
-    and each one's ``claim``), ``decision`` (:func:`headline_decision` of the
-    question against the reference; ``None`` with one split or without the
-    question), ``verdicts`` (list of str) and ``headline`` (str).
+    ``reference`` and ``question`` (the roles' names), ``best_smote_family`` and
+    ``baseline_choice`` (how it was chosen), ``comparisons`` (list,
+    :func:`paired_difference`: every method against the reference, and each
+    method outside the family against its best — no comparison twice in mirror
+    — with Holm's adjustment over all of them and each one's ``claim``),
+    ``decision`` (:func:`headline_decision` of the question against the
+    reference; ``None`` with one split or without the question), ``verdicts``
+    (list of str) and ``headline`` (str).
     """
     if rho is None:
         rho, rho_source = split_rho(results), "Nadeau & Bengio's heuristic"
+    choice, comparisons = _all_comparisons(
+        results, roles, metric, rho=rho, rope=rope, unit=unit
+    )
+    result = _comparison_record(
+        results,
+        roles,
+        metric,
+        choice,
+        comparisons,
+        rope=rope,
+        unit=unit,
+        rho=rho,
+        rho_source=rho_source,
+        heuristic_rho=heuristic_rho,
+    )
+    Comparison.model_validate(result)  # every key has its owner
+    return result
+
+
+def _all_comparisons(
+    results: list[dict],
+    roles: dict[str, Any],
+    metric: str,
+    *,
+    rho: float,
+    rope: float,
+    unit: str,
+) -> tuple[BaselineChoice | None, list[dict[str, Any]]]:
+    """The best SMOTE-family method's choice and the run's family of paired
+    comparisons: every method against the reference, then each method outside
+    the family against its best, each claim checked by Holm's correction."""
     summary = {s["method"]: s for s in summarise(results)}
-    reference, question = roles["reference"], roles["question"]
+    reference = roles["reference"]
     family = [m for m in roles["compared"] if m in summary]
     choice = best_on_validation(results, family, metric)
     best = choice.chosen if choice is not None else None
@@ -436,6 +489,16 @@ def compare_methods(
         )
         is not None
     ]
+    _claim_with_holm(comparisons, roles["question"], reference)
+    return choice, comparisons
+
+
+def _claim_with_holm(
+    comparisons: list[dict[str, Any]], question: str, reference: str
+) -> None:
+    """Fill in each comparison's ``p_holm`` and ``significant`` (Holm over all of
+    them), and claim as undecided a "better" or "worse" that is neither the
+    pre-registered question against the reference nor significant."""
     for c, adjusted in zip(
         comparisons, holm([c["p_corrected"] for c in comparisons]), strict=True
     ):
@@ -446,6 +509,25 @@ def compare_methods(
             pre_registered or c["significant"]
         ):
             c["claim"] = "undecided"
+
+
+def _comparison_record(
+    results: list[dict],
+    roles: dict[str, Any],
+    metric: str,
+    choice: BaselineChoice | None,
+    comparisons: list[dict[str, Any]],
+    *,
+    rope: float,
+    unit: str,
+    rho: float,
+    rho_source: str | None,
+    heuristic_rho: float | None,
+) -> dict[str, Any]:
+    """:func:`compare_methods`' result from the run's comparisons: the question's
+    decision (and under the heuristic ``rho``, where given and different), the
+    verdict lines and the headline."""
+    reference, question = roles["reference"], roles["question"]
     verdicts = [verdict_line(c) for c in comparisons if c["method"] == question]
     verdicts += [
         verdict_line(c)
@@ -459,22 +541,10 @@ def compare_methods(
     decided = focus is not None and focus["p_better"] is not None
     heuristic = None
     if decided and heuristic_rho is not None and heuristic_rho != rho:
-        cautious = paired_difference(
-            results,
-            question,
-            reference,
-            metric,
-            rho=heuristic_rho,
-            rope=rope,
-            unit=unit,
+        heuristic = _under_heuristic(
+            results, focus, reference, metric, rho=heuristic_rho, rope=rope, unit=unit
         )
-        heuristic = {
-            "rho": heuristic_rho,
-            "differs": cautious["decision"] != focus["decision"],
-            "decision": headline_decision(cautious),
-            "sentence": _question_sentence(cautious, f"no resampling ({reference})"),
-        }
-    result = {
+    return {
         "metric": metric,
         "rope": rope,
         "rho": rho,
@@ -482,7 +552,7 @@ def compare_methods(
         "heuristic": heuristic,
         "reference": reference,
         "question": question,
-        "best_smote_family": best,
+        "best_smote_family": choice.chosen if choice is not None else None,
         "baseline_choice": choice.to_json() if choice is not None else None,
         "comparisons": comparisons,
         "decision": headline_decision(focus) if decided else None,
@@ -502,8 +572,30 @@ def compare_methods(
             else ""
         ),
     }
-    Comparison.model_validate(result)  # every key has its owner
-    return result
+
+
+def _under_heuristic(
+    results: list[dict],
+    focus: dict[str, Any],
+    reference: str,
+    metric: str,
+    *,
+    rho: float,
+    rope: float,
+    unit: str,
+) -> dict[str, Any]:
+    """The question's comparison again at Nadeau & Bengio's heuristic ``rho``:
+    that ``rho``, whether its decision ``differs`` from ``focus``'s, the
+    decision and its headline sentence."""
+    cautious = paired_difference(
+        results, focus["method"], reference, metric, rho=rho, rope=rope, unit=unit
+    )
+    return {
+        "rho": rho,
+        "differs": cautious["decision"] != focus["decision"],
+        "decision": headline_decision(cautious),
+        "sentence": _question_sentence(cautious, f"no resampling ({reference})"),
+    }
 
 
 def _headline(

@@ -14,6 +14,7 @@ from pipeline.evaluation.comparison import compare_methods, random_split_referen
 from pipeline.evaluation.correlation import HEURISTIC, resolve_rho
 from pipeline.evaluation.fidelity import summarise_fidelity
 from pipeline.evaluation.metrics import summarise
+from pipeline.evaluation.records import ChallengerChoice
 from pipeline.evaluation.selection import choose_challenger
 from pipeline.evaluation.topk import summarise_top_k
 
@@ -136,45 +137,18 @@ def build_metrics(
     """
     order = {m: i for i, m in enumerate(config.evaluation.methods)}
     fits = sorted(fits, key=lambda r: (order.get(r["method"], 99), r["split"]))
-    primary = config.evaluation.primary_metric
-    rope = config.evaluation.primary_rope()
-    rho, rho_source = resolve_rho(
-        config.evaluation.correlation, fits, config.split.mode
-    )
-    unit = "fold" if config.split.mode == "rolling" else "split"
-    selection = choose_challenger(
-        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope, unit, rho
-    )
+    selection, comparison = _challenger_and_comparison(fits, config, methods, roles)
     metrics = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run["run_id"],
-        "started_at": run["started_at"],
-        "finished_at": run["finished_at"],
-        "duration_seconds": run["duration_seconds"],
-        "status": "completed_with_failures" if failures else "completed",
-        "failures": list(failures or []),
-        "profile": config.profile,
-        "seed": config.seed,
-        "data": {k: v for k, v in data.items() if k != "frame_path"},
-        "schema": schema.to_dict(),
+        **_run_fields(run, data, config, schema, failures),
         "methods": list(config.evaluation.methods),
         "n_splits": config.split.n_splits,
         "folds": folds,
         "sampling": sampling_summary(fits, config.sampling.max_train_rows),
-        "primary_metric": primary,
+        "primary_metric": config.evaluation.primary_metric,
         "results": fits,
         "summary": summarise(fits),
         "method_details": methods,
-        "comparison": compare_methods(
-            fits,
-            roles,
-            primary,
-            rope=rope,
-            unit=unit,
-            rho=rho,
-            rho_source=rho_source,
-            heuristic_rho=resolve_rho(HEURISTIC, fits, config.split.mode)[0],
-        ),
+        "comparison": comparison,
         "selection": selection.to_json() if selection is not None else None,
         "precision_top_k": summarise_top_k(
             fits, config.evaluation.alerts_per_day, schema
@@ -192,6 +166,62 @@ def build_metrics(
         # How much a random split of the same data flatters the same methods.
         metrics["random_split_reference"] = random_split_reference(random_split_run)
     return metrics
+
+
+def _run_fields(
+    run: dict[str, Any],
+    data: dict[str, Any],
+    config: PipelineConfig,
+    schema: TableSchema,
+    failures: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """The run's own fields of its ``metrics.json``, from ``schema_version`` to
+    ``schema``: its id and times, status and failures, profile, seed, data."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run["run_id"],
+        "started_at": run["started_at"],
+        "finished_at": run["finished_at"],
+        "duration_seconds": run["duration_seconds"],
+        "status": "completed_with_failures" if failures else "completed",
+        "failures": list(failures or []),
+        "profile": config.profile,
+        "seed": config.seed,
+        "data": {k: v for k, v in data.items() if k != "frame_path"},
+        "schema": schema.to_dict(),
+    }
+
+
+def _challenger_and_comparison(
+    fits: list[dict[str, Any]],
+    config: PipelineConfig,
+    methods: list[dict[str, Any]],
+    roles: dict[str, Any],
+) -> tuple[ChallengerChoice | None, dict[str, Any]]:
+    """The challenger chosen on validation rows by the methods' complexity
+    (:func:`~pipeline.evaluation.selection.choose_challenger`) and the methods'
+    comparison (:func:`~pipeline.evaluation.comparison.compare_methods`), both
+    at the run's ``rho`` and the primary metric's ROPE."""
+    primary = config.evaluation.primary_metric
+    rope = config.evaluation.primary_rope()
+    rho, rho_source = resolve_rho(
+        config.evaluation.correlation, fits, config.split.mode
+    )
+    unit = "fold" if config.split.mode == "rolling" else "split"
+    selection = choose_challenger(
+        fits, {d["name"]: d["complexity"] for d in methods}, primary, rope, unit, rho
+    )
+    comparison = compare_methods(
+        fits,
+        roles,
+        primary,
+        rope=rope,
+        unit=unit,
+        rho=rho,
+        rho_source=rho_source,
+        heuristic_rho=resolve_rho(HEURISTIC, fits, config.split.mode)[0],
+    )
+    return selection, comparison
 
 
 def is_random_split_of(

@@ -155,8 +155,6 @@ def choose_challenger(
     rho : float
         The correlation of the splits' differences (the run's ``rho``).
     """
-    from pipeline.evaluation.statistics import DECISION_LEVEL
-
     per_split, crossfit = _per_split(results, metric)
     if not per_split:
         return None
@@ -164,38 +162,11 @@ def choose_challenger(
     test = _means(results, metric)
     order = sorted(validation, key=lambda m: complexity[m])  # stable: peers keep order
     lowest = complexity[order[0]]
-    candidates = []
-    for m in order:
-        simpler = [s for s in order if complexity[s] < complexity[m]]
-        margin = (
-            validation[m][0] - max(validation[s][0] for s in simpler)
-            if simpler
-            else None
-        )
-        shown = [_p_better(per_split[m], per_split[s], rho, rope) for s in simpler]
-        p_better = None if not simpler or None in shown else float(min(shown))
-        candidates.append(
-            Candidate(
-                method=m,
-                complexity=complexity[m],
-                validation_mean=validation[m][0],
-                test_mean=test[m][0] if m in test else None,
-                n_splits=validation[m][1],
-                margin=margin,
-                p_better=p_better,
-                earns_place=p_better is not None and p_better >= DECISION_LEVEL,
-            )
-        )
-    simplest = max(
-        (c for c in candidates if c.complexity == lowest),
-        key=lambda c: c.validation_mean,
-    )
-    earners = [c for c in candidates if c.earns_place]
-    chosen = (
-        max(earners, key=lambda c: (c.complexity, c.validation_mean))
-        if earners
-        else simplest
-    )
+    candidates = [
+        _candidate(m, order, complexity, validation, test, per_split, rho, rope)
+        for m in order
+    ]
+    simplest, chosen = _simplest_and_chosen(candidates, lowest)
     return ChallengerChoice(
         metric=metric,
         on="validation",
@@ -212,6 +183,57 @@ def choose_challenger(
         ],
         reason=_reason(candidates, simplest, chosen, metric, rope, unit, crossfit),
     )
+
+
+def _candidate(
+    m: str,
+    order: list[str],
+    complexity: Mapping[str, int],
+    validation: dict[str, tuple[float, int]],
+    test: dict[str, tuple[float, int]],
+    per_split: dict[str, dict[int, float]],
+    rho: float,
+    rope: float,
+) -> Candidate:
+    """Method ``m`` as a challenger candidate: its validation margin over the
+    best simpler method and the least probability that it beats each simpler
+    one by more than ``rope``; it earns its place at the decision level."""
+    from pipeline.evaluation.statistics import DECISION_LEVEL
+
+    simpler = [s for s in order if complexity[s] < complexity[m]]
+    margin = (
+        validation[m][0] - max(validation[s][0] for s in simpler) if simpler else None
+    )
+    shown = [_p_better(per_split[m], per_split[s], rho, rope) for s in simpler]
+    p_better = None if not simpler or None in shown else float(min(shown))
+    return Candidate(
+        method=m,
+        complexity=complexity[m],
+        validation_mean=validation[m][0],
+        test_mean=test[m][0] if m in test else None,
+        n_splits=validation[m][1],
+        margin=margin,
+        p_better=p_better,
+        earns_place=p_better is not None and p_better >= DECISION_LEVEL,
+    )
+
+
+def _simplest_and_chosen(
+    candidates: list[Candidate], lowest: int
+) -> tuple[Candidate, Candidate]:
+    """The best of the simplest level (complexity ``lowest``) and the challenger:
+    the earner of the highest level (its best mean on a tie), else that one."""
+    simplest = max(
+        (c for c in candidates if c.complexity == lowest),
+        key=lambda c: c.validation_mean,
+    )
+    earners = [c for c in candidates if c.earns_place]
+    chosen = (
+        max(earners, key=lambda c: (c.complexity, c.validation_mean))
+        if earners
+        else simplest
+    )
+    return simplest, chosen
 
 
 def _reason(

@@ -98,31 +98,22 @@ def precision_top_k(
     for day, rows in frame.groupby("day", sort=True):
         k = budget[int(day)]
         if weight is not None:
-            ranked = rows.sort_values("score", ascending=False, kind="stable")
-            reached = np.cumsum(ranked["w"].to_numpy()) >= k
-            n = int(np.argmax(reached)) + 1 if reached.any() else len(ranked)
-            top = ranked.iloc[:n]
-            daily.append(float((top["w"] * top["y"]).sum() / top["w"].sum()))
+            daily.append(_weighted_day_precision(rows, k))
             continue
         top = rows.nlargest(k, "score", keep="first")
         daily.append(float(top["y"].sum() / len(top)))
-        if entity is None:
-            continue
-        cards = rows[~rows["entity"].isin(blocked)]
-        per_card = cards.groupby("entity", sort=False).agg(
-            score=("score", "max"), y=("y", "max")
-        )
-        if per_card.empty:
-            card_daily.append(0.0)
-            continue
-        alerted = per_card.nlargest(k, "score", keep="first")
-        caught = alerted.index[alerted["y"] == 1]
-        card_daily.append(float(len(caught) / len(alerted)))
-        blocked.update(caught.tolist())
-    out: dict[str, Any] = {"n_days": len(daily)}
+        if entity is not None:
+            card_daily.append(_card_day_precision(rows, k, blocked))
     found = {"precision_top_k": daily}
     if entity is not None:
         found["card_precision_top_k"] = card_daily
+    return {"n_days": len(daily), **_over_days(found)}
+
+
+def _over_days(found: dict[str, list[float]]) -> dict[str, Any]:
+    """Per figure of ``found`` (its daily values): the mean over days, the days
+    rounded to 6 decimals, and the 95 % t-interval over days (``_ci95``)."""
+    out: dict[str, Any] = {}
     for name, values in found.items():
         array = np.asarray(values, dtype=float)
         _, ci = t_interval(array, bounded=True)
@@ -130,6 +121,33 @@ def precision_top_k(
         out[f"{name}_daily"] = [round(v, 6) for v in values]
         out[f"{name}_ci95"] = ci
     return out
+
+
+def _weighted_day_precision(rows: pd.DataFrame, k: int) -> float:
+    """A day's precision on sampled rows: its highest-scored rows until their
+    weights ``w`` reach ``k`` (all of them if they never do), their weighted
+    share of frauds."""
+    ranked = rows.sort_values("score", ascending=False, kind="stable")
+    reached = np.cumsum(ranked["w"].to_numpy()) >= k
+    n = int(np.argmax(reached)) + 1 if reached.any() else len(ranked)
+    top = ranked.iloc[:n]
+    return float((top["w"] * top["y"]).sum() / top["w"].sum())
+
+
+def _card_day_precision(rows: pd.DataFrame, k: int, blocked: set) -> float:
+    """A day's card precision top-k: the ``k`` highest entities not yet
+    ``blocked`` (each scored by its highest transaction, compromised by any
+    fraud that day), the share compromised; those caught join ``blocked``."""
+    cards = rows[~rows["entity"].isin(blocked)]
+    per_card = cards.groupby("entity", sort=False).agg(
+        score=("score", "max"), y=("y", "max")
+    )
+    if per_card.empty:
+        return 0.0
+    alerted = per_card.nlargest(k, "score", keep="first")
+    caught = alerted.index[alerted["y"] == 1]
+    blocked.update(caught.tolist())
+    return float(len(caught) / len(alerted))
 
 
 def precision_top_k_of_rows(

@@ -187,40 +187,13 @@ def load_split_data(
     across a Dask cluster's workers reads them there (``"read_block"``:
     :func:`read_train_block` for these inputs).
     """
-    from pipeline.core.days import day_numbers
-
     transformer = TabularTransformer.from_dict(load_json(inputs.transformer_path))
     schema = transformer.schema
     splits = load_splits(inputs.splits_path, inputs.split)
     rows = {s: subset_rows(splits, inputs.split, s) for s in SUBSETS}
     del splits
-    label = schema.label.column
-    sample = None
-    if inputs.max_train_rows is not None and len(rows["train"]) > inputs.max_train_rows:
-        # The labels first: which rows the budget keeps, before reading features.
-        labels = {
-            s: load_parquet_rows(inputs.frame_path, rows[s], [label])[label].to_numpy()
-            for s in ("train", "validation")
-        }
-        sample = sample_rows(
-            labels["train"],
-            labels["validation"],
-            inputs.max_train_rows,
-            inputs.rows_seed,
-        )
-        for s in ("train", "validation"):
-            rows[s] = rows[s][sample[s]["keep"]]
-    columns = _columns(transformer, schema.amount, schema.time, schema.entity)
-    read = SUBSETS if train_features else tuple(x for x in SUBSETS if x != "train")
-    every = np.sort(np.concatenate([rows[x] for x in read]))
-    frame = load_parquet_rows(inputs.frame_path, every, columns=columns)
-    parts = {x: frame.iloc[np.searchsorted(every, rows[x])] for x in read}
-    if not train_features:
-        # What the fit's record needs of the training rows, not their features.
-        keep = {label, schema.amount, schema.time, schema.entity}
-        parts["train"] = load_parquet_rows(
-            inputs.frame_path, rows["train"], columns=[c for c in columns if c in keep]
-        )
+    rows, sample = _budget_rows(inputs, rows, schema.label.column)
+    parts = _read_parts(inputs, transformer, rows, train_features)
     data: dict[str, Any] = {
         "transformer": transformer,
         "day_totals": None
@@ -234,32 +207,102 @@ def load_split_data(
         },
     }
     for subset in SUBSETS:
-        part = parts[subset]
-        data[subset] = {
-            "X": None
-            if subset == "train" and not train_features
-            else transformer.transform(part),
-            "y": part[schema.label.column].to_numpy(dtype=np.int64),
-            "rows": rows[subset],
-            "days": None if schema.time is None else day_numbers(part[schema.time]),
-            "amount": None
-            if schema.amount is None
-            else part[schema.amount].to_numpy(dtype=np.float64),
-            "entity": None
-            if schema.entity is None
-            else entity_codes(part[schema.entity]),
-            "weight": None
-            if sample is None or subset == "test"
-            else sample[subset]["weight"],
-            # Reads a block of the rows' features where it runs (a Dask worker).
-            "read_block": partial(read_train_block, inputs)
-            if subset == "train" and not train_features
-            else None,
-        }
+        data[subset] = _subset_data(
+            inputs,
+            transformer,
+            subset,
+            parts[subset],
+            rows[subset],
+            sample=sample,
+            train_features=train_features,
+        )
     data["validation"]["half"] = validation_halves(
         data["validation"]["y"], inputs.halves_seed
     )
     return data
+
+
+def _budget_rows(
+    inputs: SplitInputs, rows: dict[str, np.ndarray], label: str
+) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:
+    """The split's rows under ``inputs.max_train_rows``: above it, the training
+    and validation rows :func:`sample_rows` keeps (from their labels, read before
+    any feature) and that sample; else ``rows`` as they are and ``None``."""
+    if inputs.max_train_rows is None or len(rows["train"]) <= inputs.max_train_rows:
+        return rows, None
+    # The labels first: which rows the budget keeps, before reading features.
+    labels = {
+        s: load_parquet_rows(inputs.frame_path, rows[s], [label])[label].to_numpy()
+        for s in ("train", "validation")
+    }
+    sample = sample_rows(
+        labels["train"],
+        labels["validation"],
+        inputs.max_train_rows,
+        inputs.rows_seed,
+    )
+    rows = dict(rows)
+    for s in ("train", "validation"):
+        rows[s] = rows[s][sample[s]["keep"]]
+    return rows, sample
+
+
+def _read_parts(
+    inputs: SplitInputs,
+    transformer: TabularTransformer,
+    rows: dict[str, np.ndarray],
+    train_features: bool,
+) -> dict[str, pd.DataFrame]:
+    """Each subset's rows of the table, in one read, with the columns the stages
+    use; without ``train_features``, the training rows without their features."""
+    schema = transformer.schema
+    columns = _columns(transformer, schema.amount, schema.time, schema.entity)
+    read = SUBSETS if train_features else tuple(x for x in SUBSETS if x != "train")
+    every = np.sort(np.concatenate([rows[x] for x in read]))
+    frame = load_parquet_rows(inputs.frame_path, every, columns=columns)
+    parts = {x: frame.iloc[np.searchsorted(every, rows[x])] for x in read}
+    if not train_features:
+        # What the fit's record needs of the training rows, not their features.
+        keep = {schema.label.column, schema.amount, schema.time, schema.entity}
+        parts["train"] = load_parquet_rows(
+            inputs.frame_path, rows["train"], columns=[c for c in columns if c in keep]
+        )
+    return parts
+
+
+def _subset_data(
+    inputs: SplitInputs,
+    transformer: TabularTransformer,
+    subset: str,
+    part: pd.DataFrame,
+    rows: np.ndarray,
+    *,
+    sample: dict[str, Any] | None,
+    train_features: bool,
+) -> dict[str, Any]:
+    """One subset's entry of :func:`load_split_data` from its rows of the table."""
+    from pipeline.core.days import day_numbers
+
+    schema = transformer.schema
+    return {
+        "X": None
+        if subset == "train" and not train_features
+        else transformer.transform(part),
+        "y": part[schema.label.column].to_numpy(dtype=np.int64),
+        "rows": rows,
+        "days": None if schema.time is None else day_numbers(part[schema.time]),
+        "amount": None
+        if schema.amount is None
+        else part[schema.amount].to_numpy(dtype=np.float64),
+        "entity": None if schema.entity is None else entity_codes(part[schema.entity]),
+        "weight": None
+        if sample is None or subset == "test"
+        else sample[subset]["weight"],
+        # Reads a block of the rows' features where it runs (a Dask worker).
+        "read_block": partial(read_train_block, inputs)
+        if subset == "train" and not train_features
+        else None,
+    }
 
 
 def _columns(transformer: TabularTransformer, *extra: str | None) -> list[str]:

@@ -75,42 +75,144 @@ def make_training_dataset(
     y = np.asarray(y).astype(np.int64)
     n_classes = max(int(y.max()) + 1, 2)
     counts = np.bincount(y, minlength=n_classes)
+    composition = _checked_composition(counts, fraud_fraction, batch_size, fraud_labels)
+    seed = int(seed) % 2**31
+    n_features = int(np.shape(X if dequantize is None else dequantize[0])[1])
+    features = _features(X, dequantize, n_features, seed)
+    y_t = tf.constant(y)
+    if condition is None:
+        pick_rows = _uniform_picker(y, counts, n_critic, seed)
+        level_t = n_levels = None
+    else:
+        level, n_levels = np.asarray(condition[0], dtype=np.int64), int(condition[1])
+        level_t = tf.constant(level)
+        pick_rows = _level_picker(y, level, n_classes, n_levels, n_critic, seed)
+
+    sample = _batch_sampler(composition, pick_rows, features, y_t, level_t, n_levels)
+    return (
+        tf.data.Dataset.counter(start=start_step, dtype=tf.int64)
+        .map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def _batch_sampler(
+    composition: np.ndarray,
+    pick_rows,
+    features,
+    y_t: tf.Tensor,
+    level_t: tf.Tensor | None,
+    n_levels: int | None,
+):
+    """The function making step ``step``'s element: the rows of each class that
+    ``composition`` draws from (``pick_rows``), their features (``features``)
+    and their condition vectors (the one-hot class, then the one-hot category
+    when ``level_t`` is given)."""
+    n_classes = len(composition)
+
+    def sample(step):
+        idx = [
+            pick_rows(step, k, int(n_rows))
+            for k, n_rows in enumerate(composition)
+            if n_rows > 0
+        ]
+        rows = tf.reshape(tf.concat(idx, axis=1), [-1])
+        x = features(rows, step)
+        cond = tf.one_hot(tf.gather(y_t, rows), n_classes, dtype=tf.float32)
+        if level_t is not None:
+            cond = tf.concat(
+                [
+                    cond,
+                    tf.one_hot(tf.gather(level_t, rows), n_levels, dtype=tf.float32),
+                ],
+                axis=1,
+            )
+        return x, cond
+
+    return sample
+
+
+def _checked_composition(
+    counts: np.ndarray,
+    fraud_fraction: float,
+    batch_size: int,
+    fraud_labels: list[int] | None,
+) -> np.ndarray:
+    """The batch's rows per class (:func:`batch_composition`); every class drawn
+    from must have rows, or :class:`DataValidationError`."""
     composition = batch_composition(counts, fraud_fraction, batch_size, fraud_labels)
     if any(n > 0 and c == 0 for n, c in zip(composition, counts, strict=True)):
         raise DataValidationError(
             "GAN training batches need rows of every class they draw from "
             f"(class counts {counts.tolist()})"
         )
-    fixed_t = None
-    if dequantize is not None:
-        low, high, clip = dequantize[:3]
-        fixed = dequantize[3] if len(dequantize) > 3 else None
-        low_t = tf.constant(np.asarray(low, dtype=np.float32))
-        width_t = tf.constant(np.asarray(high, dtype=np.float32) - low_t.numpy())
-        if fixed is not None:
-            fixed_t = tf.constant(np.asarray(fixed, dtype=np.float32))
-    else:
+    return composition
+
+
+def _features(
+    X: np.ndarray | None, dequantize: tuple | None, n_features: int, seed: int
+):
+    """The function giving the drawn rows' features at a step: the rows of ``X``,
+    or with ``dequantize`` their values drawn anew within their CDF slots."""
+    if dequantize is None:
         X_t = tf.constant(np.asarray(X, dtype=np.float32))
-    n_features = int(np.shape(X if dequantize is None else dequantize[0])[1])
-    y_t = tf.constant(y)
-    seed = int(seed) % 2**31
-    if condition is None:
-        members = [tf.constant(np.flatnonzero(y == k)) for k in range(n_classes)]
-    else:
-        level, n_levels = np.asarray(condition[0], dtype=np.int64), int(condition[1])
-        level_t = tf.constant(level)
-        by_level = _levels_of_classes(y, level, n_classes, n_levels)
+        return lambda rows, step: tf.gather(X_t, rows)
+    low, high, clip = dequantize[:3]
+    fixed = dequantize[3] if len(dequantize) > 3 else None
+    low_t = tf.constant(np.asarray(low, dtype=np.float32))
+    width_t = tf.constant(np.asarray(high, dtype=np.float32) - low_t.numpy())
+    fixed_t = None
+    if fixed is not None:
+        fixed_t = tf.constant(np.asarray(fixed, dtype=np.float32))
+
+    def dequantized(rows, step):
+        u = tf.random.stateless_uniform(
+            (tf.shape(rows)[0], n_features),
+            seed=tf.stack([tf.constant(seed, tf.int64), -1 - step]),
+        )
+        u = tf.gather(low_t, rows) + u * tf.gather(width_t, rows)
+        x = tf.math.ndtri(tf.clip_by_value(u, clip, 1.0 - clip))
+        if fixed_t is not None:
+            x = tf.concat([x, tf.gather(fixed_t, rows)], axis=1)
+        return x
+
+    return dequantized
+
+
+def _uniform_picker(y: np.ndarray, counts: np.ndarray, n_critic: int, seed: int):
+    """The function drawing a step's ``(n_critic, n_rows)`` row indices of class
+    ``k``, uniformly with replacement among the class's rows."""
+    n_classes = len(counts)
+    members = [tf.constant(np.flatnonzero(y == k)) for k in range(n_classes)]
 
     def pick_rows(step, k: int, n_rows: int):
         key = n_classes * step + k
-        if condition is None:
-            pick = tf.random.stateless_uniform(
-                (n_critic, n_rows),
-                seed=tf.stack([tf.constant(seed, tf.int64), key]),
-                maxval=int(counts[k]),
-                dtype=tf.int64,
-            )
-            return tf.gather(members[k], pick)
+        pick = tf.random.stateless_uniform(
+            (n_critic, n_rows),
+            seed=tf.stack([tf.constant(seed, tf.int64), key]),
+            maxval=int(counts[k]),
+            dtype=tf.int64,
+        )
+        return tf.gather(members[k], pick)
+
+    return pick_rows
+
+
+def _level_picker(
+    y: np.ndarray,
+    level: np.ndarray,
+    n_classes: int,
+    n_levels: int,
+    n_critic: int,
+    seed: int,
+):
+    """The function drawing a step's ``(n_critic, n_rows)`` row indices of class
+    ``k``: each row's category first, by the log of its frequency, then a row of
+    that category (CTGAN's training-by-sampling)."""
+    by_level = _levels_of_classes(y, level, n_classes, n_levels)
+
+    def pick_rows(step, k: int, n_rows: int):
+        key = n_classes * step + k
         rows_sorted, offsets, sizes, logits = by_level[k]
         chosen = tf.random.stateless_categorical(
             logits,
@@ -127,40 +229,7 @@ def make_training_dataset(
         pick = tf.gather(rows_sorted, tf.gather(offsets, chosen) + within)
         return tf.reshape(pick, (n_critic, n_rows))
 
-    def sample(step):
-        idx = [
-            pick_rows(step, k, int(n_rows))
-            for k, n_rows in enumerate(composition)
-            if n_rows > 0
-        ]
-        rows = tf.reshape(tf.concat(idx, axis=1), [-1])
-        if dequantize is None:
-            x = tf.gather(X_t, rows)
-        else:
-            u = tf.random.stateless_uniform(
-                (tf.shape(rows)[0], n_features),
-                seed=tf.stack([tf.constant(seed, tf.int64), -1 - step]),
-            )
-            u = tf.gather(low_t, rows) + u * tf.gather(width_t, rows)
-            x = tf.math.ndtri(tf.clip_by_value(u, clip, 1.0 - clip))
-            if fixed_t is not None:
-                x = tf.concat([x, tf.gather(fixed_t, rows)], axis=1)
-        cond = tf.one_hot(tf.gather(y_t, rows), n_classes, dtype=tf.float32)
-        if condition is not None:
-            cond = tf.concat(
-                [
-                    cond,
-                    tf.one_hot(tf.gather(level_t, rows), n_levels, dtype=tf.float32),
-                ],
-                axis=1,
-            )
-        return x, cond
-
-    return (
-        tf.data.Dataset.counter(start=start_step, dtype=tf.int64)
-        .map(sample, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    return pick_rows
 
 
 def _levels_of_classes(

@@ -135,6 +135,21 @@ class TrainedGAN:
         """
         if chunk_rows < 1:
             raise ConfigError(f"chunk_rows must be at least 1, got {chunk_rows}")
+        filtered, n_draw = self._draw_plan(n_samples, label)
+        fixed_level = self._fixed_level(where)
+        blocks = self._blocks(
+            n_samples,
+            n_draw,
+            label=label,
+            random_state=random_state,
+            filtered=filtered,
+            fixed_level=fixed_level,
+        )
+        yield from _in_chunks(blocks, chunk_rows)
+
+    def _draw_plan(self, n_samples: int, label: int) -> tuple[bool, int]:
+        """Whether draws of class ``label`` are filtered, and how many rows to draw
+        for ``n_samples`` kept (``n_samples / (1 - filter_share)`` when filtered)."""
         kind = self.meta.get("filter", "none")
         share = float(self.meta.get("filter_share", 0.0))
         filtered = (
@@ -144,34 +159,47 @@ class TrainedGAN:
             and label == self.meta.get("filter_label")
         )
         n_draw = int(np.ceil(n_samples / (1.0 - share))) if filtered else n_samples
+        return filtered, n_draw
+
+    def _fixed_level(self, where: float | None) -> int | None:
+        """The level index of the conditioned column's code ``where`` (``None``
+        without one); :class:`ConfigError` for a code the GAN cannot draw."""
+        if where is None:
+            return None
+        conditions = self.conditions
+        if conditions is None or where not in conditions.levels:
+            raise ConfigError(
+                f"this GAN cannot draw rows with code {where} of a conditioned "
+                "column (see TrainedGAN.conditions)"
+            )
+        return conditions.levels.index(where)
+
+    def _blocks(
+        self,
+        n_samples: int,
+        n_draw: int,
+        *,
+        label: int,
+        random_state: int,
+        filtered: bool,
+        fixed_level: int | None,
+    ) -> Iterator[np.ndarray]:
+        """The kept rows of each block of :data:`SAMPLE_BLOCK` drawn rows (of
+        ``n_draw`` in all), decoded, in order."""
         # One generator each for the noise and the decoding, consumed block by
         # block: a block's rows do not depend on how the output is chunked.
         noise = np.random.default_rng(random_state)
         decoding = np.random.default_rng(random_state)
         temperature = float(self.meta.get("temperature", 1.0))
-        conditions = self.conditions
-        if where is not None:
-            if conditions is None or where not in conditions.levels:
-                raise ConfigError(
-                    f"this GAN cannot draw rows with code {where} of a conditioned "
-                    "column (see TrainedGAN.conditions)"
-                )
-            fixed_level = conditions.levels.index(where)
-        if conditions is not None:
+        drawing = None
+        if self.conditions is not None:
             drawing = np.random.default_rng([random_state, 1])
-        pending: list[np.ndarray] = []
-        n_pending = kept = 0
+        kept = 0
         for start in range(0, n_draw, SAMPLE_BLOCK):
             stop = min(start + SAMPLE_BLOCK, n_draw)
-            extra = values = None
-            if conditions is not None:
-                index = (
-                    np.full(stop - start, fixed_level)
-                    if where is not None
-                    else conditions.draw(stop - start, label, drawing)
-                )
-                extra = conditions.one_hot(index)
-                values = np.asarray(conditions.levels)[index]
+            extra, values = self._block_levels(
+                stop - start, label, fixed_level, drawing
+            )
             Z = generate_rows(
                 self.generator,
                 stop - start,
@@ -188,15 +216,28 @@ class TrainedGAN:
                 order = np.argsort(-realness, kind="stable")[: keep_to - kept]
                 X = X[np.sort(order)]
                 kept = keep_to
-            pending.append(X)
-            n_pending += len(X)
-            while n_pending >= chunk_rows:
-                block = np.concatenate(pending) if len(pending) > 1 else pending[0]
-                yield block[:chunk_rows]
-                rest = block[chunk_rows:]
-                pending, n_pending = ([rest] if len(rest) else []), len(rest)
-        if n_pending:
-            yield np.concatenate(pending) if len(pending) > 1 else pending[0]
+            yield X
+
+    def _block_levels(
+        self,
+        n: int,
+        label: int,
+        fixed_level: int | None,
+        drawing: np.random.Generator | None,
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """A block's conditioned categories: one-hot (the generator's extra
+        condition) and as codes (for decoding); ``(None, None)`` for a GAN
+        conditioned on the class alone. Each row's is ``fixed_level``, or drawn
+        as the class's training rows have them."""
+        conditions = self.conditions
+        if conditions is None:
+            return None, None
+        index = (
+            np.full(n, fixed_level)
+            if fixed_level is not None
+            else conditions.draw(n, label, drawing)
+        )
+        return conditions.one_hot(index), np.asarray(conditions.levels)[index]
 
     def _realness(
         self,
@@ -223,6 +264,23 @@ class TrainedGAN:
             for i in range(0, len(Z), SAMPLE_BLOCK)
         ]
         return np.concatenate(scores).astype(np.float64)[:, 0]
+
+
+def _in_chunks(blocks: Iterator[np.ndarray], chunk_rows: int) -> Iterator[np.ndarray]:
+    """The rows of ``blocks`` in chunks of ``chunk_rows`` (the last one shorter),
+    each produced as soon as its rows are drawn."""
+    pending: list[np.ndarray] = []
+    n_pending = 0
+    for X in blocks:
+        pending.append(X)
+        n_pending += len(X)
+        while n_pending >= chunk_rows:
+            block = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            yield block[:chunk_rows]
+            rest = block[chunk_rows:]
+            pending, n_pending = ([rest] if len(rest) else []), len(rest)
+    if n_pending:
+        yield np.concatenate(pending) if len(pending) > 1 else pending[0]
 
 
 _INFERENCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -76,15 +76,38 @@ class _Trainer:
         seeds = np.random.SeedSequence(random_state).generate_state(5)
         self.data_seed = int(seeds[3])
         self.select_seed = selection_seed(random_state)
+        self._fit_encoding(columns, counts, int(seeds[4] % 2**31))
+        self._build_networks(seeds)
+        self._compile()
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+        self.selector = ModelSelection(
+            self.encoder,
+            latent_dim=config.latent_dim,
+            label=self.fraud_label,
+            temperature=config.temperature,
+            random_state=self.select_seed,
+            conditions=self.conditions,
+        )
+        self.recoveries = 0
+        self.resumed_from = 0
+
+    def _fit_encoding(
+        self, columns: GANColumns, counts: np.ndarray, encoder_seed: int
+    ) -> None:
+        """Fit the column encoding and the conditioned column's levels; set the
+        training rows the batches draw from (encoded, or their dequantization
+        bounds)."""
+        config = self.config
         # The encoding is fitted on the classes the batches draw from (with
         # fraud_fraction 1.0: the frauds alone).
         drawn = batch_composition(
-            counts, config.fraud_fraction, config.batch_size, fraud_labels
+            counts, config.fraud_fraction, config.batch_size, self.fraud_labels
         )
         self.encoder = ColumnEncoder(
             config.encoding,
             mode_columns=columns.mode,
-            random_state=int(seeds[4] % 2**31),
+            random_state=encoder_seed,
             categorical=columns.categorical,
             integer=columns.integer,
             condition=columns.condition,
@@ -102,6 +125,12 @@ class _Trainer:
             if fixed is not None:
                 self.dequantize += (fixed,)
         self.X_encoded = None if self.dequantize else self.encoder.training_rows(self.X)
+
+    def _build_networks(self, seeds: np.ndarray) -> None:
+        """Build the generator (and its moving average), the critic and the
+        :class:`ConditionalWGANGP` around them, in that order (the order their
+        weights are created in)."""
+        config = self.config
         n_features = self.encoder.n_encoded
         n_levels = 0 if self.conditions is None else len(self.conditions.levels)
         common = {
@@ -145,6 +174,11 @@ class _Trainer:
             ema_generator=self.ema_generator,
             ema_decay=config.ema_decay or 0.0,
         )
+
+    def _compile(self) -> None:
+        """Compile the GAN with its two Adam optimizers; refuse an XLA that Keras
+        turned off."""
+        config = self.config
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Model doesn't support `jit_compile")
             self.gan.compile(
@@ -162,18 +196,6 @@ class _Trainer:
                 "TensorFlow op determinism enabled; train in a fresh process (the "
                 "flow leaves determinism off when gan.jit_compile is on)"
             )
-        self.step = 0
-        self.history: list[dict[str, float]] = []
-        self.selector = ModelSelection(
-            self.encoder,
-            latent_dim=config.latent_dim,
-            label=self.fraud_label,
-            temperature=config.temperature,
-            random_state=self.select_seed,
-            conditions=self.conditions,
-        )
-        self.recoveries = 0
-        self.resumed_from = 0
 
     def _adam(self, learning_rate: float):
         return keras.optimizers.Adam(
@@ -489,33 +511,15 @@ def train_cwgan_gp(
     """
     X = np.asarray(X)
     y = np.asarray(y).astype(np.int64)
-    n_fraud = int(np.bincount(y).min()) if len(y) else 0
-    if n_fraud < config.min_fraud_rows:
-        raise DataValidationError(
-            f"only {n_fraud} fraud rows in the GAN's training data; need at least "
-            f"{config.min_fraud_rows} (gan.min_fraud_rows)"
-        )
+    n_fraud = _checked_frauds(y, config)
     fingerprint = data_fingerprint(X, y)
-    log_every = max(1, min(log_every or config.steps // 40, config.steps))
-    eval_every = config.eval_every or max(log_every, config.steps // 10)
-    # Checks happen at chunk ends, so round the interval to whole chunks.
-    eval_every = max(log_every, eval_every // log_every * log_every)
+    log_every, eval_every = _intervals(config, log_every)
     trainer = _Trainer(X, y, config, random_state, fraud_labels, columns)
     checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
     if checkpoint_dir is not None:
         trainer.try_resume(checkpoint_dir, fingerprint)
     device = describe_device()
-    logger.info(
-        "training cWGAN-GP: %d rows (%d frauds), steps %d..%d of %d x %d, %s%s",
-        len(y),
-        n_fraud,
-        trainer.step,
-        config.steps,
-        config.n_critic,
-        config.batch_size,
-        config.precision,
-        ", XLA" if config.jit_compile else "",
-    )
+    _log_start(trainer, len(y), n_fraud)
     start = time.perf_counter()
     trainer.run(
         log_every=log_every,
@@ -527,7 +531,86 @@ def train_cwgan_gp(
     seconds = time.perf_counter() - start
     if not all(np.all(np.isfinite(w)) for w in trainer.generator.get_weights()):
         raise TrainingError("GAN generator weights became non-finite")
+    meta = _meta(trainer, len(y), n_fraud, device=device, seconds=seconds)
+    return _trained_gan(trainer, X, y, fingerprint, meta)
+
+
+def _checked_frauds(y: np.ndarray, config: GANConfig) -> int:
+    """The fraud (rarest class) rows in ``y``; at least ``config.min_fraud_rows``
+    or :class:`DataValidationError`."""
+    n_fraud = int(np.bincount(y).min()) if len(y) else 0
+    if n_fraud < config.min_fraud_rows:
+        raise DataValidationError(
+            f"only {n_fraud} fraud rows in the GAN's training data; need at least "
+            f"{config.min_fraud_rows} (gan.min_fraud_rows)"
+        )
+    return n_fraud
+
+
+def _intervals(config: GANConfig, log_every: int | None) -> tuple[int, int]:
+    """Steps between progress lines, and between checks (model selection and
+    checkpoints): whole chunks of the former."""
+    log_every = max(1, min(log_every or config.steps // 40, config.steps))
+    eval_every = config.eval_every or max(log_every, config.steps // 10)
+    # Checks happen at chunk ends, so round the interval to whole chunks.
+    eval_every = max(log_every, eval_every // log_every * log_every)
+    return log_every, eval_every
+
+
+def _log_start(trainer: _Trainer, n_rows: int, n_fraud: int) -> None:
+    """Log what the training is about to run: rows, steps, batches, precision."""
+    config = trainer.config
+    logger.info(
+        "training cWGAN-GP: %d rows (%d frauds), steps %d..%d of %d x %d, %s%s",
+        n_rows,
+        n_fraud,
+        trainer.step,
+        config.steps,
+        config.n_critic,
+        config.batch_size,
+        config.precision,
+        ", XLA" if config.jit_compile else "",
+    )
+
+
+def _meta(
+    trainer: _Trainer, n_rows: int, n_fraud: int, *, device: str, seconds: float
+) -> dict[str, Any]:
+    """What the trained GAN says of its training (its ``meta``)."""
+    config = trainer.config
     best = trainer.selector.best or {}
+    return {
+        "device": device,
+        "train_seconds": round(seconds, 3),
+        "steps": config.steps,
+        "resumed_from_step": trainer.resumed_from,
+        "train_rows": int(n_rows),
+        "train_frauds": n_fraud,
+        "nonfinite_steps": int(trainer.gan.nonfinite_steps.numpy()),
+        "recoveries": trainer.recoveries,
+        "selected_step": best.get("step", config.steps),
+        "selected_weights": best.get("weights_of", "generator"),
+        "selection": trainer.selector.records,
+        "encoding": config.encoding,
+        "temperature": config.temperature,
+        "filter": config.filter,
+        "filter_share": config.filter_share,
+        "filter_label": trainer.fraud_label,
+        "random_state": trainer.random_state,
+        "config": config.model_dump(mode="json"),
+    }
+
+
+def _trained_gan(
+    trainer: _Trainer,
+    X: np.ndarray,
+    y: np.ndarray,
+    fingerprint: str,
+    meta: dict[str, Any],
+) -> TrainedGAN:
+    """The trained generator as a :class:`TrainedGAN`, with its filter (the critic,
+    or a classifier fitted on the training frauds) when the config asks for one."""
+    config = trainer.config
     trained = TrainedGAN(
         generator=trainer.generator,
         latent_dim=config.latent_dim,
@@ -536,26 +619,7 @@ def train_cwgan_gp(
         history=trainer.history,
         encoder=trainer.encoder,
         conditions=trainer.conditions,
-        meta={
-            "device": device,
-            "train_seconds": round(seconds, 3),
-            "steps": config.steps,
-            "resumed_from_step": trainer.resumed_from,
-            "train_rows": int(len(y)),
-            "train_frauds": n_fraud,
-            "nonfinite_steps": int(trainer.gan.nonfinite_steps.numpy()),
-            "recoveries": trainer.recoveries,
-            "selected_step": best.get("step", config.steps),
-            "selected_weights": best.get("weights_of", "generator"),
-            "selection": trainer.selector.records,
-            "encoding": config.encoding,
-            "temperature": config.temperature,
-            "filter": config.filter,
-            "filter_share": config.filter_share,
-            "filter_label": trainer.fraud_label,
-            "random_state": int(random_state),
-            "config": config.model_dump(mode="json"),
-        },
+        meta=meta,
     )
     if config.filter == "critic":
         trained.filter_model = trainer.critic

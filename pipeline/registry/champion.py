@@ -159,8 +159,6 @@ def decide(
     """
     import numpy as np
 
-    from pipeline.evaluation.metrics import METRIC_LABELS, compute_metrics
-    from pipeline.evaluation.statistics import DECISION_LEVEL
     from pipeline.evaluation.statistics import decide as outcome_of
 
     decision: dict[str, Any] = {
@@ -172,12 +170,62 @@ def decide(
     }
     y = np.asarray(y)
     if len(y) == 0 or y.sum() < 5 or y.sum() == len(y):
-        decision.update(
-            promoted=False,
-            reason=f"only {len(y)} shared held-out rows with {int(y.sum())} "
-            "frauds: too few to compare; the champion stays",
-        )
+        decision.update(promoted=False, reason=_too_few(y))
         return decision
+    comparison, primary = _paired_comparison(
+        y,
+        challenger_scores,
+        champion_scores,
+        champion["threshold"],
+        metric=metric,
+        days=days,
+        day_totals=day_totals,
+        alerts_per_day=alerts_per_day,
+        rope=rope,
+        n_resamples=n_resamples,
+        random_state=random_state,
+    )
+    decision["comparison"] = comparison
+    outcome = outcome_of(primary)
+    mine, theirs = complexity
+    simpler = mine is not None and theirs is not None and mine < theirs
+    decision["complexity"] = {"challenger": mine, "champion": theirs}
+    decision["decision"] = outcome
+    decision["promoted"] = outcome == "better" or (simpler and outcome == "equivalent")
+    verdict = _verdict(method, champion, comparison, primary, metric, alerts_per_day)
+    decision["reason"] = _reason(
+        verdict, primary, outcome, simpler, rope=rope, n_resamples=n_resamples
+    )
+    return decision
+
+
+def _too_few(y: np.ndarray) -> str:
+    """The reason when the shared held-out rows ``y`` are too few to compare."""
+    return (
+        f"only {len(y)} shared held-out rows with {int(y.sum())} "
+        "frauds: too few to compare; the champion stays"
+    )
+
+
+def _paired_comparison(
+    y: np.ndarray,
+    challenger_scores: np.ndarray,
+    champion_scores: np.ndarray,
+    threshold: float,
+    *,
+    metric: str,
+    days: np.ndarray | None,
+    day_totals: dict[int, int] | None,
+    alerts_per_day: int,
+    rope: float,
+    n_resamples: int,
+    random_state: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The decision's ``comparison`` (:func:`paired_bootstrap`'s AUPRC, the
+    champion's metrics at its ``threshold``, and with precision top-k its
+    :func:`paired_top_k` as ``primary``) and the compared metric's record."""
+    from pipeline.evaluation.metrics import compute_metrics
+
     comparison = paired_bootstrap(
         y,
         challenger_scores,
@@ -187,40 +235,54 @@ def decide(
         random_state=random_state,
     )
     comparison["champion_at_its_threshold"] = compute_metrics(
-        y, champion_scores, threshold=champion["threshold"]
+        y, champion_scores, threshold=threshold
     )
-    decision["comparison"] = comparison
+    if metric != "precision_top_k":
+        return comparison, _auprc_primary(comparison)
+    primary = paired_top_k(
+        y,
+        challenger_scores,
+        champion_scores,
+        days,
+        day_totals,
+        alerts_per_day,
+        rope=rope,
+        n_resamples=n_resamples,
+        random_state=random_state,
+    )
+    comparison["primary"] = primary
+    return comparison, primary
+
+
+def _auprc_primary(comparison: dict[str, Any]) -> dict[str, Any]:
+    """The AUPRC figures of a :func:`paired_bootstrap` ``comparison`` in the shape
+    of :func:`paired_top_k`'s: the compared metric's record."""
+    return {
+        "metric": "auprc",
+        "challenger": comparison["challenger_auprc"],
+        "champion": comparison["champion_auprc"],
+        "diff": comparison["diff"],
+        "ci95": comparison["ci95"],
+        **{k: comparison[k] for k in ("p_worse", "p_equivalent", "p_better")},
+    }
+
+
+def _verdict(
+    method: str,
+    champion: dict[str, Any],
+    comparison: dict[str, Any],
+    primary: dict[str, Any],
+    metric: str,
+    alerts_per_day: int,
+) -> str:
+    """The reason's first part: both figures of the compared metric, on which
+    rows (and days), their difference and its 95 % interval."""
+    from pipeline.evaluation.metrics import METRIC_LABELS
+
     where = f"{comparison['n_rows']:,} shared held-out rows"
     if metric == "precision_top_k":
-        primary = paired_top_k(
-            y,
-            challenger_scores,
-            champion_scores,
-            days,
-            day_totals,
-            alerts_per_day,
-            rope=rope,
-            n_resamples=n_resamples,
-            random_state=random_state,
-        )
-        comparison["primary"] = primary
         where += f" over {primary['n_days']} days, {alerts_per_day} alerts a day"
-    else:
-        primary = {
-            "metric": "auprc",
-            "challenger": comparison["challenger_auprc"],
-            "champion": comparison["champion_auprc"],
-            "diff": comparison["diff"],
-            "ci95": comparison["ci95"],
-            **{k: comparison[k] for k in ("p_worse", "p_equivalent", "p_better")},
-        }
     ci = primary["ci95"]
-    outcome = outcome_of(primary)
-    mine, theirs = complexity
-    simpler = mine is not None and theirs is not None and mine < theirs
-    decision["complexity"] = {"challenger": mine, "champion": theirs}
-    decision["decision"] = outcome
-    decision["promoted"] = outcome == "better" or (simpler and outcome == "equivalent")
     label = METRIC_LABELS[metric]
     verdict = (
         f"challenger {method} {primary['challenger']:.4f} vs champion "
@@ -230,28 +292,48 @@ def decide(
     )
     if ci is not None:
         verdict += f", 95 % CI [{ci[0]:+.4f}, {ci[1]:+.4f}]"
+    return verdict
 
-    def share(p: float) -> str:
-        error = float(np.sqrt(p * (1 - p) / n_resamples))
-        return f"{p:.1%} (± {error:.1%} Monte Carlo) of {n_resamples:,} resamples"
+
+def _share(p: float, n_resamples: int) -> str:
+    """A share of the resamples with its Monte Carlo error,
+    ``sqrt(p (1 - p) / n_resamples)``."""
+    import numpy as np
+
+    error = float(np.sqrt(p * (1 - p) / n_resamples))
+    return f"{p:.1%} (± {error:.1%} Monte Carlo) of {n_resamples:,} resamples"
+
+
+def _reason(
+    verdict: str,
+    primary: dict[str, Any],
+    outcome: str,
+    simpler: bool,
+    *,
+    rope: float,
+    n_resamples: int,
+) -> str:
+    """The decision's reason: the ``verdict``, the share it compares with the
+    decision level, and whether the challenger is promoted or the champion
+    stays (and what a simpler challenger would need)."""
+    from pipeline.evaluation.statistics import DECISION_LEVEL
 
     if outcome == "equivalent" and simpler:
-        decision["reason"] = verdict + (
-            f"; within the ROPE ±{rope:g} in {share(primary['p_equivalent'])} (>= "
+        return verdict + (
+            f"; within the ROPE ±{rope:g} in "
+            f"{_share(primary['p_equivalent'], n_resamples)} (>= "
             f"{DECISION_LEVEL:.0%}) and simpler than the champion: promoted"
         )
-        return decision
     verdict += (
-        f"; better by more than the ROPE ±{rope:g} in {share(primary['p_better'])}"
+        f"; better by more than the ROPE ±{rope:g} in "
+        f"{_share(primary['p_better'], n_resamples)}"
     )
-    if decision["promoted"]:
-        decision["reason"] = verdict + f" (>= {DECISION_LEVEL:.0%}): promoted"
-    else:
-        needs = f"a clear win needs {DECISION_LEVEL:.0%}"
-        if simpler:
-            needs += (
-                f"; a simpler challenger, {DECISION_LEVEL:.0%} within the ROPE "
-                f"(here {share(primary['p_equivalent'])})"
-            )
-        decision["reason"] = verdict + f" ({needs}): the champion stays"
-    return decision
+    if outcome == "better":
+        return verdict + f" (>= {DECISION_LEVEL:.0%}): promoted"
+    needs = f"a clear win needs {DECISION_LEVEL:.0%}"
+    if simpler:
+        needs += (
+            f"; a simpler challenger, {DECISION_LEVEL:.0%} within the ROPE "
+            f"(here {_share(primary['p_equivalent'], n_resamples)})"
+        )
+    return verdict + f" ({needs}): the champion stays"

@@ -239,8 +239,6 @@ def record_challenger(
     and ``champion`` too if it won. Returns the decision (also the version and
     its URI) and the champion's global view on at most ``view_rows`` of the
     held-out rows (:func:`champion_view`)."""
-    from mlflow.exceptions import MlflowException
-
     from pipeline.registry.tracking import mlflow_client, store_lock
 
     uri = mlflow_run["uri"]
@@ -265,58 +263,12 @@ def record_challenger(
                 meta=meta,
                 example=held_out.frame,
             )
-            # Complete files first; the version (with all its tags) after; aliases
-            # last.
-            client.log_artifacts(
-                mlflow_run["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH
+            champion, decision, version = _decide_and_register(
+                client, mlflow_run, tmp, meta, files, schema, held_out, rule
             )
-            run_artifacts = client.get_run(mlflow_run["run_id"]).info.artifact_uri
-            source = f"{run_artifacts}/{ARTIFACT_PATH}"
-            for attempt in range(_RETRIES):
-                champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
-                decision = judge(
-                    champion,
-                    method=method,
-                    data_sha256=data_sha256,
-                    schema=schema,
-                    held_out=held_out,
-                    rule=rule,
-                )
-                # Another machine's run may have moved the champion meanwhile.
-                now = version_of(client, MODEL_NAME, alias=CHAMPION)
-                if (now and str(now.version)) == (champion and champion["version"]):
-                    break
-                logger.info("the champion changed while deciding; deciding again")
-            try:
-                client.create_registered_model(
-                    MODEL_NAME,
-                    description="fraudaug's fraud detector: alias champion scores, "
-                    "challenger is the newest candidate",
-                )
-            except MlflowException as exc:
-                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
-                    raise
-            version = client.create_model_version(
-                MODEL_NAME,
-                source,
-                run_id=mlflow_run["run_id"],
-                tags=_version_tags(decision, meta, files),
-                description=decision["reason"],
-            )
-            client.set_registered_model_alias(MODEL_NAME, CHALLENGER, version.version)
-            if decision["promoted"]:
-                client.set_registered_model_alias(MODEL_NAME, CHAMPION, version.version)
         # The champion's global view, the store unlocked (it scores rows).
-        explained = champion_view(
-            tmp / ARTIFACT_PATH if decision["promoted"] else Path(champion["path"]),
-            version=str(version.version)
-            if decision["promoted"]
-            else champion["version"],
-            method=method if decision["promoted"] else champion["method"],
-            held_out=held_out,
-            fitted=None if decision["promoted"] else fitted_rows(champion, data_sha256),
-            random_state=rule.random_state,
-            view_rows=view_rows,
+        explained = _view_of_champion(
+            tmp, champion, decision, version, meta, held_out, rule, view_rows
         )
     return {
         "explained": explained,
@@ -329,3 +281,109 @@ def record_challenger(
         "model_uri": f"models:/{MODEL_NAME}/{version.version}",
         "aliases": [CHALLENGER, CHAMPION] if decision["promoted"] else [CHALLENGER],
     }
+
+
+def _decide_and_register(
+    client: Any,
+    mlflow_run: dict[str, str],
+    tmp: Path,
+    meta: dict[str, Any],
+    files: dict[str, str],
+    schema: TableSchema,
+    held_out: HeldOut,
+    rule: ChampionRule,
+) -> tuple[dict[str, Any] | None, dict[str, Any], Any]:
+    """With the store locked and the candidate's files saved under ``tmp``: log
+    them into the MLflow run, decide against the champion, register the version
+    with the decision as tags and set its aliases. Returns the champion (as
+    fetched), the decision and the new version."""
+    # Complete files first; the version (with all its tags) after; aliases
+    # last.
+    client.log_artifacts(mlflow_run["run_id"], str(tmp / ARTIFACT_PATH), ARTIFACT_PATH)
+    run_artifacts = client.get_run(mlflow_run["run_id"]).info.artifact_uri
+    source = f"{run_artifacts}/{ARTIFACT_PATH}"
+    champion, decision = _decide_on_current(
+        client, mlflow_run["uri"], tmp, meta, schema, held_out, rule
+    )
+    _ensure_registered_model(client)
+    version = client.create_model_version(
+        MODEL_NAME,
+        source,
+        run_id=mlflow_run["run_id"],
+        tags=_version_tags(decision, meta, files),
+        description=decision["reason"],
+    )
+    client.set_registered_model_alias(MODEL_NAME, CHALLENGER, version.version)
+    if decision["promoted"]:
+        client.set_registered_model_alias(MODEL_NAME, CHAMPION, version.version)
+    return champion, decision, version
+
+
+def _decide_on_current(
+    client: Any,
+    uri: str,
+    tmp: Path,
+    meta: dict[str, Any],
+    schema: TableSchema,
+    held_out: HeldOut,
+    rule: ChampionRule,
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The champion (fetched under ``tmp``) and :func:`judge`'s decision against
+    it, taken again (up to :data:`_RETRIES` times) while another machine's run
+    moved the champion meanwhile."""
+    for attempt in range(_RETRIES):
+        champion = fetch_version(uri, dst=tmp / f"champion-{attempt}")
+        decision = judge(
+            champion,
+            method=meta["method"],
+            data_sha256=meta["data_sha256"],
+            schema=schema,
+            held_out=held_out,
+            rule=rule,
+        )
+        # Another machine's run may have moved the champion meanwhile.
+        now = version_of(client, MODEL_NAME, alias=CHAMPION)
+        if (now and str(now.version)) == (champion and champion["version"]):
+            break
+        logger.info("the champion changed while deciding; deciding again")
+    return champion, decision
+
+
+def _ensure_registered_model(client: Any) -> None:
+    """Create ``fraudaug-detector`` in the registry unless it already exists."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.create_registered_model(
+            MODEL_NAME,
+            description="fraudaug's fraud detector: alias champion scores, "
+            "challenger is the newest candidate",
+        )
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+
+
+def _view_of_champion(
+    tmp: Path,
+    champion: dict[str, Any] | None,
+    decision: dict[str, Any],
+    version: Any,
+    meta: dict[str, Any],
+    held_out: HeldOut,
+    rule: ChampionRule,
+    view_rows: int,
+) -> dict[str, Any] | None:
+    """:func:`champion_view` of whichever is champion once decided: the new
+    ``version`` (its files under ``tmp``) if promoted, else the fetched
+    ``champion`` on the held-out rows it never saw."""
+    promoted = decision["promoted"]
+    return champion_view(
+        tmp / ARTIFACT_PATH if promoted else Path(champion["path"]),
+        version=str(version.version) if promoted else champion["version"],
+        method=meta["method"] if promoted else champion["method"],
+        held_out=held_out,
+        fitted=None if promoted else fitted_rows(champion, meta["data_sha256"]),
+        random_state=rule.random_state,
+        view_rows=view_rows,
+    )

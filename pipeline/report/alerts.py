@@ -15,7 +15,13 @@ from typing import Any
 
 from pipeline.data.partitions import nothing_new
 from pipeline.evaluation.amounts import failed_methods, failures_line
-from pipeline.evaluation.records import RunMetrics, as_metrics
+from pipeline.evaluation.records import (
+    Drift,
+    Monitoring,
+    RegistryDecision,
+    RunMetrics,
+    as_metrics,
+)
 
 RESOURCE_PREFIX = "fraudaug.run"
 """A run's event resource: ``fraudaug.run.<run id>``."""
@@ -163,84 +169,15 @@ def run_events(
     out = [RunEvent(RUN_COMPLETED, _completed(m, report), related)]
     failures = [f.to_json() for f in m.failures or []]
     if failures:
-        out.append(
-            RunEvent(
-                METHODS_FAILED,
-                {
-                    "methods": failed_methods(failures),
-                    "line": failures_line(failures),
-                    "report": report,
-                },
-            )
-        )
+        out.append(RunEvent(METHODS_FAILED, _methods_failed(failures, report)))
     registry = m.registry
     if registry is not None and registry.promoted:
-        out.append(
-            RunEvent(
-                CHAMPION_PROMOTED,
-                {
-                    "version": str(registry.version),
-                    "model": registry.model,
-                    "method": (registry.challenger or {}).get("method"),
-                    "reason": registry.reason,
-                },
-                related,
-            )
-        )
+        out.append(RunEvent(CHAMPION_PROMOTED, _promoted(registry), related))
     monitoring = m.monitoring
     if monitoring is not None and monitoring.alert:
-        champion = monitoring.champion or {}
-        out.append(
-            RunEvent(
-                CHAMPION_DEGRADED,
-                {
-                    "metric": monitoring.metric,
-                    "drop": _round(monitoring.drop),
-                    "alert_drop": monitoring.alert_drop,
-                    "now": monitoring.now,
-                    "at_registration": monitoring.at_registration,
-                    "version": str(champion.get("version")),
-                    "method": champion.get("method"),
-                    "champion_run_id": champion.get("run_id"),
-                    "rows": monitoring.rows,
-                    "frauds": monitoring.frauds,
-                    "line": monitoring.line,
-                },
-                related,
-            )
-        )
-    drift = m.drift
-    if drift is not None:
-        psi = {f["feature"]: f["psi"] for f in drift.features}
-        flagged = {name: psi.get(name) for name in drift.flagged}
-        if flagged:
-            largest = max((v for v in flagged.values() if v is not None), default=None)
-            out.append(
-                RunEvent(
-                    DRIFT_DETECTED,
-                    {
-                        "features": flagged,
-                        "largest_psi": _round(largest),
-                        "threshold": drift.threshold,
-                        "split": drift.split,
-                        "line": f"PSI above {drift.threshold}: "
-                        + ", ".join(f"{n} {_round(v)}" for n, v in flagged.items()),
-                    },
-                )
-            )
-        unseen = drift.unseen or {}
-        if unseen.get("flagged"):
-            out.append(
-                RunEvent(
-                    UNSEEN_CATEGORIES,
-                    {
-                        "columns": list(unseen["flagged"]),
-                        "share_threshold": unseen.get("share_threshold"),
-                        "subsets": unseen.get("subsets"),
-                        "line": _unseen_line(unseen),
-                    },
-                )
-            )
+        out.append(RunEvent(CHAMPION_DEGRADED, _degraded(monitoring), related))
+    if m.drift is not None:
+        out.extend(_drift_events(m.drift))
     changes = m.data.changes
     if nothing_new(changes):
         out.append(
@@ -255,6 +192,83 @@ def run_events(
         )
     for event in out:
         event.payload = {"run_id": m.run_id, **event.payload}
+    return out
+
+
+def _methods_failed(
+    failures: list[dict[str, Any]], report: str | None
+) -> dict[str, Any]:
+    """:data:`METHODS_FAILED`'s payload: the failed methods and one line on them."""
+    return {
+        "methods": failed_methods(failures),
+        "line": failures_line(failures),
+        "report": report,
+    }
+
+
+def _promoted(registry: RegistryDecision) -> dict[str, Any]:
+    """:data:`CHAMPION_PROMOTED`'s payload: the new champion's version and why."""
+    return {
+        "version": str(registry.version),
+        "model": registry.model,
+        "method": (registry.challenger or {}).get("method"),
+        "reason": registry.reason,
+    }
+
+
+def _degraded(monitoring: Monitoring) -> dict[str, Any]:
+    """:data:`CHAMPION_DEGRADED`'s payload: the champion's drop, its scores now
+    and at registration, and which champion it is."""
+    champion = monitoring.champion or {}
+    return {
+        "metric": monitoring.metric,
+        "drop": _round(monitoring.drop),
+        "alert_drop": monitoring.alert_drop,
+        "now": monitoring.now,
+        "at_registration": monitoring.at_registration,
+        "version": str(champion.get("version")),
+        "method": champion.get("method"),
+        "champion_run_id": champion.get("run_id"),
+        "rows": monitoring.rows,
+        "frauds": monitoring.frauds,
+        "line": monitoring.line,
+    }
+
+
+def _drift_events(drift: Drift) -> list[RunEvent]:
+    """:data:`DRIFT_DETECTED` when features are flagged, then
+    :data:`UNSEEN_CATEGORIES` when columns are."""
+    out = []
+    psi = {f["feature"]: f["psi"] for f in drift.features}
+    flagged = {name: psi.get(name) for name in drift.flagged}
+    if flagged:
+        largest = max((v for v in flagged.values() if v is not None), default=None)
+        out.append(
+            RunEvent(
+                DRIFT_DETECTED,
+                {
+                    "features": flagged,
+                    "largest_psi": _round(largest),
+                    "threshold": drift.threshold,
+                    "split": drift.split,
+                    "line": f"PSI above {drift.threshold}: "
+                    + ", ".join(f"{n} {_round(v)}" for n, v in flagged.items()),
+                },
+            )
+        )
+    unseen = drift.unseen or {}
+    if unseen.get("flagged"):
+        out.append(
+            RunEvent(
+                UNSEEN_CATEGORIES,
+                {
+                    "columns": list(unseen["flagged"]),
+                    "share_threshold": unseen.get("share_threshold"),
+                    "subsets": unseen.get("subsets"),
+                    "line": _unseen_line(unseen),
+                },
+            )
+        )
     return out
 
 

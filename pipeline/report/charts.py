@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -139,6 +140,64 @@ def line_chart(
     columns = max(1, pw // 150)
     legend_rows = math.ceil(len(series) / columns) if legend else 0
     height += 15 * legend_rows + (6 if legend_rows else 0)
+    x0, x1, y0, y1 = _line_ranges(series, x_range, y_range, level)
+    plot = _Plot(left, top, pw, ph, x0, x1, y0, y1)
+    frame = {
+        "x0": x0, "x1": x1, "y0": y0, "y1": y1,
+        "left": left, "top": top, "pw": pw, "ph": ph,
+        "xlabel": x_label, "ylabel": y_label,
+    }  # fmt: skip
+    data_attrs = " ".join(f'data-{k}="{_attr(v)}"' for k, v in frame.items())
+    parts = [
+        *_svg_open(width, height, title, "chart", title_x=left, attrs=data_attrs),
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>',
+        *_line_grid(plot, x_ticks),
+        *_line_guides(plot, diagonal, marks, level),
+    ]
+    for s in series:
+        parts.extend(_line_series(plot, s))
+    if legend:  # below the plot, so it never hides a line
+        parts.extend(_line_legend(plot, series, columns))
+    parts.append(
+        '<circle class="marker" r="4" cx="0" cy="0" visibility="hidden"/>'
+        f'<text x="{left + pw / 2}" y="{top + ph + 34}" class="axis" '
+        f'text-anchor="middle">{escape(x_label)}</text>'
+        f'<text x="14" y="{top + ph / 2}" class="axis" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + ph / 2})">{escape(y_label)}</text></svg>'
+    )
+    return Markup("".join(parts))
+
+
+@dataclass(frozen=True)
+class _Plot:
+    """A line chart's plot area (pixels) and the data ranges it spans."""
+
+    left: int
+    top: int
+    pw: int
+    ph: int
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+
+    def px(self, x: float) -> float:
+        """The pixel column of data value ``x``."""
+        return self.left + (x - self.x0) / (self.x1 - self.x0) * self.pw
+
+    def py(self, y: float) -> float:
+        """The pixel row of data value ``y``."""
+        return self.top + self.ph - (y - self.y0) / (self.y1 - self.y0) * self.ph
+
+
+def _line_ranges(
+    series: Sequence[dict[str, Any]],
+    x_range: tuple[float, float] | None,
+    y_range: tuple[float, float] | None,
+    level: tuple[float, str] | None,
+) -> tuple[float, float, float, float]:
+    """The x and y ranges ``(x0, x1, y0, y1)``: those given, else the finite
+    values' (the level's included), widened by 0.5 each way when empty."""
     xs = [v for s in series for v in s["x"] if _finite(v)]
     ys = [v for s in series for v in s["y"] if _finite(v)]
     if level is not None:
@@ -149,43 +208,50 @@ def line_chart(
         x0, x1 = x0 - 0.5, x0 + 0.5
     if y1 == y0:
         y0, y1 = y0 - 0.5, y0 + 0.5
+    return x0, x1, y0, y1
 
-    def px(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * pw
 
-    def py(y: float) -> float:
-        return top + ph - (y - y0) / (y1 - y0) * ph
-
-    frame = {
-        "x0": x0, "x1": x1, "y0": y0, "y1": y1,
-        "left": left, "top": top, "pw": pw, "ph": ph,
-        "xlabel": x_label, "ylabel": y_label,
-    }  # fmt: skip
-    data_attrs = " ".join(f'data-{k}="{_attr(v)}"' for k, v in frame.items())
-    parts = [
-        *_svg_open(width, height, title, "chart", title_x=left, attrs=data_attrs),
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>',
-    ]
+def _line_grid(plot: _Plot, x_ticks: Sequence[tuple[float, str]] | None) -> list[str]:
+    """The grid lines with their tick labels: five on y, and on x ``x_ticks``
+    or five numeric ones."""
+    x0, x1, y0, y1 = plot.x0, plot.x1, plot.y0, plot.y1
+    left, top, pw, ph = plot.left, plot.top, plot.pw, plot.ph
+    parts = []
     for i in range(5):
         fy = y0 + (y1 - y0) * i / 4
+        py = plot.py(fy)
         parts.append(
-            f'<line x1="{left}" y1="{py(fy):.1f}" x2="{left + pw}" y2="{py(fy):.1f}" '
-            f'class="grid"/><text x="{left - 6}" y="{py(fy) + 4:.1f}" class="tick" '
+            f'<line x1="{left}" y1="{py:.1f}" x2="{left + pw}" y2="{py:.1f}" '
+            f'class="grid"/><text x="{left - 6}" y="{py + 4:.1f}" class="tick" '
             f'text-anchor="end">{tick(fy, (y1 - y0) / 4)}</text>'
         )
     ticks = x_ticks or [
         (x0 + (x1 - x0) * i / 4, tick(x0 + (x1 - x0) * i / 4)) for i in range(5)
     ]
     for fx, label in ticks:
+        px = plot.px(fx)
         parts.append(
-            f'<line x1="{px(fx):.1f}" y1="{top}" x2="{px(fx):.1f}" y2="{top + ph}" '
-            f'class="grid"/><text x="{px(fx):.1f}" y="{top + ph + 16}" class="tick" '
+            f'<line x1="{px:.1f}" y1="{top}" x2="{px:.1f}" y2="{top + ph}" '
+            f'class="grid"/><text x="{px:.1f}" y="{top + ph + 16}" class="tick" '
             f'text-anchor="middle">{escape(label)}</text>'
         )
+    return parts
+
+
+def _line_guides(
+    plot: _Plot,
+    diagonal: bool,
+    marks: Sequence[tuple[float, str]],
+    level: tuple[float, str] | None,
+) -> list[str]:
+    """What is drawn under the lines: the diagonal, the alert bands and the
+    level line."""
+    px, py, top, ph = plot.px, plot.py, plot.top, plot.ph
+    parts = []
     if diagonal:
         parts.append(
-            f'<line x1="{px(x0):.1f}" y1="{py(y0):.1f}" x2="{px(x1):.1f}" '
-            f'y2="{py(y1):.1f}" class="diagonal"/>'
+            f'<line x1="{px(plot.x0):.1f}" y1="{py(plot.y0):.1f}" '
+            f'x2="{px(plot.x1):.1f}" y2="{py(plot.y1):.1f}" class="diagonal"/>'
         )
     for mx, why in marks:
         parts.append(
@@ -194,52 +260,56 @@ def line_chart(
         )
     if level is not None:
         parts.append(
-            f'<line x1="{left}" y1="{py(level[0]):.1f}" x2="{left + pw}" '
-            f'y2="{py(level[0]):.1f}" class="reference"><title>'
-            f"{escape(level[1])}</title></line>"
+            f'<line x1="{plot.left}" y1="{py(level[0]):.1f}" '
+            f'x2="{plot.left + plot.pw}" y2="{py(level[0]):.1f}" class="reference">'
+            f"<title>{escape(level[1])}</title></line>"
         )
-    for s in series:
-        pairs = [
-            (x, y)
-            for x, y in zip(s["x"], s["y"], strict=True)
-            if _finite(x) and _finite(y)
-        ]
-        points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pairs)
-        xy = json.dumps(
-            [[round(x, 6), round(y, 6)] for x, y in pairs], separators=(",", ":")
-        )
-        dash = ' stroke-dasharray="5 3"' if s.get("dash") else ""
-        parts.append(
-            f'<polyline points="{points}" fill="none" stroke="{_attr(s["colour"])}" '
-            f'stroke-width="1.8"{dash} data-series="{_attr(s["name"])}" '
-            f'data-xy="{_attr(xy)}"><title>{escape(s["name"])}</title></polyline>'
-        )
-        if len(pairs) == 1:  # a single run: a line would be invisible
-            x, y = pairs[0]
-            parts.append(
-                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" '
-                f'fill="{_attr(s["colour"])}" data-series="{_attr(s["name"])}"/>'
-            )
-    if legend:  # below the plot, so it never hides a line
-        col_w = pw / columns
-        for i, s in enumerate(series):
-            lx = left + (i % columns) * col_w
-            ly = top + ph + 50 + 15 * (i // columns)
-            parts.append(
-                f'<g class="legend-item" data-series="{_attr(s["name"])}">'
-                f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 16:.1f}" y2="{ly - 4}" '
-                f'stroke="{_attr(s["colour"])}" stroke-width="3"/>'
-                f'<text x="{lx + 21:.1f}" y="{ly}" class="legend">'
-                f"{escape(s['name'])}</text></g>"
-            )
-    parts.append(
-        '<circle class="marker" r="4" cx="0" cy="0" visibility="hidden"/>'
-        f'<text x="{left + pw / 2}" y="{top + ph + 34}" class="axis" '
-        f'text-anchor="middle">{escape(x_label)}</text>'
-        f'<text x="14" y="{top + ph / 2}" class="axis" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top + ph / 2})">{escape(y_label)}</text></svg>'
+    return parts
+
+
+def _line_series(plot: _Plot, s: dict[str, Any]) -> list[str]:
+    """One series' polyline, carrying its points in data units (``data-xy``),
+    and a dot when it has a single point."""
+    px, py = plot.px, plot.py
+    pairs = [
+        (x, y) for x, y in zip(s["x"], s["y"], strict=True) if _finite(x) and _finite(y)
+    ]
+    points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pairs)
+    xy = json.dumps(
+        [[round(x, 6), round(y, 6)] for x, y in pairs], separators=(",", ":")
     )
-    return Markup("".join(parts))
+    dash = ' stroke-dasharray="5 3"' if s.get("dash") else ""
+    parts = [
+        f'<polyline points="{points}" fill="none" stroke="{_attr(s["colour"])}" '
+        f'stroke-width="1.8"{dash} data-series="{_attr(s["name"])}" '
+        f'data-xy="{_attr(xy)}"><title>{escape(s["name"])}</title></polyline>'
+    ]
+    if len(pairs) == 1:  # a single run: a line would be invisible
+        x, y = pairs[0]
+        parts.append(
+            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" '
+            f'fill="{_attr(s["colour"])}" data-series="{_attr(s["name"])}"/>'
+        )
+    return parts
+
+
+def _line_legend(
+    plot: _Plot, series: Sequence[dict[str, Any]], columns: int
+) -> list[str]:
+    """The legend below the plot, ``columns`` entries a row."""
+    col_w = plot.pw / columns
+    parts = []
+    for i, s in enumerate(series):
+        lx = plot.left + (i % columns) * col_w
+        ly = plot.top + plot.ph + 50 + 15 * (i // columns)
+        parts.append(
+            f'<g class="legend-item" data-series="{_attr(s["name"])}">'
+            f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 16:.1f}" y2="{ly - 4}" '
+            f'stroke="{_attr(s["colour"])}" stroke-width="3"/>'
+            f'<text x="{lx + 21:.1f}" y="{ly}" class="legend">'
+            f"{escape(s['name'])}</text></g>"
+        )
+    return parts
 
 
 def interval_chart(

@@ -91,48 +91,76 @@ def _curve_charts(m: RunMetrics, curves: dict, split: int) -> list[Markup]:
 
 
 def _summary_charts(m: RunMetrics) -> list[Markup]:
+    """The summary's charts: the paired differences to the reference (and their
+    probabilities), then each metric's mean with its interval and splits."""
     colours = charts.colours(m.methods)
+    per_split = _per_split(m)
+    out = _reference_charts(m, colours)
+    out.extend(_metric_charts(m, colours, per_split))
+    return out
+
+
+def _per_split(m: RunMetrics) -> dict[tuple[str, str], list[float]]:
+    """Each method's value of each metric, split by split."""
     per_split: dict[tuple[str, str], list[float]] = {}
     for r in m.results:
         for key in METRICS:
             per_split.setdefault((r.method, key), []).append(getattr(r, key))
+    return per_split
+
+
+def _reference_charts(m: RunMetrics, colours: dict[str, str]) -> list[Markup]:
+    """Each method's paired difference to the reference on the primary metric
+    and, where decided, its chances of being worse, equivalent or better."""
     out = []
     label = METRIC_LABELS[m.primary_metric or "auprc"]
     diffs = versus_reference(m)
-    if diffs:
-        rope = diffs[0].rope
+    if not diffs:
+        return out
+    rope = diffs[0].rope
+    out.append(
+        charts.interval_chart(
+            [
+                {
+                    "name": c.method,
+                    "mean": c.mean_diff,
+                    "ci": _listed(c.ci95_corrected),
+                    "points": c.per_split,
+                    "colour": colours.get(c.method, "#555"),
+                    "note": (
+                        f"Holm p = {format_p(c.p_holm)}, {c.claim or c.decision}"
+                        if c.p_holm is not None
+                        else None
+                    ),
+                }
+                for c in diffs
+            ],
+            title=f"Paired Δ {label} vs none (mean, corrected 95 % CI, splits)",
+            x_label=f"{label} difference to no resampling (right of 0 = better)",
+            reference=0.0,
+            width=560,
+        )
+    )
+    decided = [c for c in diffs if c.p_better is not None]
+    if decided:
         out.append(
-            charts.interval_chart(
-                [
-                    {
-                        "name": c.method,
-                        "mean": c.mean_diff,
-                        "ci": _listed(c.ci95_corrected),
-                        "points": c.per_split,
-                        "colour": colours.get(c.method, "#555"),
-                        "note": (
-                            f"Holm p = {format_p(c.p_holm)}, {c.claim or c.decision}"
-                            if c.p_holm is not None
-                            else None
-                        ),
-                    }
-                    for c in diffs
-                ],
-                title=f"Paired Δ {label} vs none (mean, corrected 95 % CI, splits)",
-                x_label=f"{label} difference to no resampling (right of 0 = better)",
-                reference=0.0,
-                width=560,
+            charts.probability_chart(
+                [{"name": c.method, **c.to_json()} for c in decided],
+                title=f"P(worse / equivalent / better than none), ROPE ±{rope:g} "
+                f"{label}",
             )
         )
-        decided = [c for c in diffs if c.p_better is not None]
-        if decided:
-            out.append(
-                charts.probability_chart(
-                    [{"name": c.method, **c.to_json()} for c in decided],
-                    title=f"P(worse / equivalent / better than none), ROPE ±{rope:g} "
-                    f"{label}",
-                )
-            )
+    return out
+
+
+def _metric_charts(
+    m: RunMetrics,
+    colours: dict[str, str],
+    per_split: dict[tuple[str, str], list[float]],
+) -> list[Markup]:
+    """Each method's test AUPRC, recall at precision 0.90, precision top-k and
+    net savings (those the run has): mean, corrected 95 % CI and splits."""
+    out = []
     for key, title, label, digits in (
         ("auprc", "Test AUPRC (mean, corrected 95 % CI, splits)", "AUPRC", 3),
         ("recall_at_precision_90", "Recall at precision 0.90", "recall", 3),

@@ -102,11 +102,7 @@ def render_index(runs: list[dict[str, Any]]) -> str:
     a morning read asks first (the champion on the newest data, drift, what
     arrived, the alerts), charts of those night by night with the alerts marked,
     and each method's mean test score run by run. Fits a 1280-pixel window."""
-    methods: list[str] = []
-    for run in runs:
-        for method in run.get("methods", []):
-            if method not in methods:
-                methods.append(method)
+    methods = _methods(runs)
     nights = {id(run): night_figures(run) for run in runs}
     rows = [{"run": run, **nights[id(run)]} for run in runs]
     chronological = sorted(runs, key=lambda r: r.get("run_id", ""))
@@ -119,57 +115,136 @@ def render_index(runs: list[dict[str, Any]]) -> str:
     ]
     marks = [(i, "; ".join(f["alerts"])) for i, f in enumerate(figures) if f["alerts"]]
     primary = figures[-1]["primary"] if figures else "auprc"
-
-    def series(name: str, key: str, colour: str, dash: bool = False) -> dict | None:
-        points = [(i, f[key]) for i, f in enumerate(figures) if f[key] is not None]
-        if not points:
-            return None
-        return {
-            "name": name,
-            "colour": colour,
-            "dash": dash,
-            "x": [p[0] for p in points],
-            "y": [p[1] for p in points],
-        }
-
-    def chart(title: str, y_label: str, lines: list, **kw) -> Markup | None:
-        lines = [s for s in lines if s is not None]
-        if not lines:
-            return None
-        return charts.line_chart(
-            lines,
-            title=title,
-            x_label="night (run started, UTC)",
-            y_label=y_label,
-            width=530,
-            height=260,
-            x_ticks=ticks,
-            marks=marks,
-            **kw,
+    night_charts = _night_charts(figures, ticks, marks)
+    colours = charts.colours(methods)
+    methods_chart = _methods_chart(figures, methods, colours, primary, ticks, marks)
+    return (
+        templates()
+        .get_template("index.html.j2")
+        .render(
+            rows=rows,
+            methods=methods,
+            night_charts=[c for c in night_charts if c is not None],
+            chart=methods_chart,
+            colours=colours,
+            short_path=_short_path,
         )
+    )
 
+
+def _methods(runs: list[dict[str, Any]]) -> list[str]:
+    """Every method of the runs, once each, in the order they first appear."""
+    methods: list[str] = []
+    for run in runs:
+        for method in run.get("methods", []):
+            if method not in methods:
+                methods.append(method)
+    return methods
+
+
+def _night_series(
+    figures: list[dict[str, Any]], name: str, key: str, colour: str, dash: bool = False
+) -> dict | None:
+    """A line of the nights' figure ``key`` (None when no night has one)."""
+    points = [(i, f[key]) for i, f in enumerate(figures) if f[key] is not None]
+    if not points:
+        return None
+    return {
+        "name": name,
+        "colour": colour,
+        "dash": dash,
+        "x": [p[0] for p in points],
+        "y": [p[1] for p in points],
+    }
+
+
+def _night_chart(
+    title: str,
+    y_label: str,
+    lines: list,
+    ticks: list[tuple[int, str]],
+    marks: list[tuple[int, str]],
+    **kw: Any,
+) -> Markup | None:
+    """A night-by-night chart of ``lines`` (those not None), the alerts marked;
+    None when there is no line."""
+    lines = [s for s in lines if s is not None]
+    if not lines:
+        return None
+    return charts.line_chart(
+        lines,
+        title=title,
+        x_label="night (run started, UTC)",
+        y_label=y_label,
+        width=530,
+        height=260,
+        x_ticks=ticks,
+        marks=marks,
+        **kw,
+    )
+
+
+def _night_charts(
+    figures: list[dict[str, Any]],
+    ticks: list[tuple[int, str]],
+    marks: list[tuple[int, str]],
+) -> list[Markup | None]:
+    """The champion, drift, rows and frauds charts, night by night (None for a
+    chart with nothing to show)."""
     thresholds = [f["psi_threshold"] for f in figures if f["psi_threshold"] is not None]
     level = (thresholds[-1], f"threshold {thresholds[-1]}") if thresholds else None
-    night_charts = [
-        chart(
+    return [
+        _night_chart(
             "The champion on each night's newest data",
             "score",
             [
-                series("champion", "champion", "#111111"),
-                series("champion precision top-k", "champion_top_k", "#1f77b4", True),
+                _night_series(figures, "champion", "champion", "#111111"),
+                _night_series(
+                    figures,
+                    "champion precision top-k",
+                    "champion_top_k",
+                    "#1f77b4",
+                    True,
+                ),
             ],
+            ticks,
+            marks,
             y_range=(0.0, 1.0),
         ),
-        chart(
+        _night_chart(
             "Drift: the largest PSI, training vs test rows",
             "PSI",
-            [series("largest PSI", "psi", "#9467bd")],
+            [_night_series(figures, "largest PSI", "psi", "#9467bd")],
+            ticks,
+            marks,
             level=level,
         ),
-        chart("Rows that arrived", "rows", [series("rows", "rows", "#2ca02c")]),
-        chart("Frauds that arrived", "frauds", [series("frauds", "frauds", "#d62728")]),
+        _night_chart(
+            "Rows that arrived",
+            "rows",
+            [_night_series(figures, "rows", "rows", "#2ca02c")],
+            ticks,
+            marks,
+        ),
+        _night_chart(
+            "Frauds that arrived",
+            "frauds",
+            [_night_series(figures, "frauds", "frauds", "#d62728")],
+            ticks,
+            marks,
+        ),
     ]
-    colours = charts.colours(methods)
+
+
+def _methods_chart(
+    figures: list[dict[str, Any]],
+    methods: list[str],
+    colours: dict[str, str],
+    primary: str,
+    ticks: list[tuple[int, str]],
+    marks: list[tuple[int, str]],
+) -> Markup | None:
+    """Each method's mean test score run by run (None when no run has one)."""
     method_series = []
     for method in methods:
         points = [
@@ -186,31 +261,17 @@ def render_index(runs: list[dict[str, Any]]) -> str:
                     "y": [p[1] for p in points],
                 }
             )
-    methods_chart = (
-        charts.line_chart(
-            method_series,
-            title=f"Mean test {primary} per method, run by run",
-            x_label="run started (UTC)",
-            y_label=primary,
-            width=1076,
-            height=300,
-            x_ticks=ticks,
-            marks=marks,
-        )
-        if method_series
-        else None
-    )
-    return (
-        templates()
-        .get_template("index.html.j2")
-        .render(
-            rows=rows,
-            methods=methods,
-            night_charts=[c for c in night_charts if c is not None],
-            chart=methods_chart,
-            colours=colours,
-            short_path=_short_path,
-        )
+    if not method_series:
+        return None
+    return charts.line_chart(
+        method_series,
+        title=f"Mean test {primary} per method, run by run",
+        x_label="run started (UTC)",
+        y_label=primary,
+        width=1076,
+        height=300,
+        x_ticks=ticks,
+        marks=marks,
     )
 
 

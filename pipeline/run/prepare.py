@@ -151,11 +151,47 @@ def _ingest_partitions(
     cached = _cached_ingest(entry)
     if cached is not None:
         return {**cached, "path": str(source)}
-    # The last table cached for this source (its path and schema).
+    last_path = _last_ingest_path(cache_dir, source, schema)
+    known, frames = _unchanged_partitions(cache_dir, last_path, partitions)
+    new_files = files[len(known) :]
+    frame, stats = read_partitions(root, new_files, schema, str(source))
+    frames.append(frame)
+    for partition, found in zip(partitions, known + stats, strict=True):
+        partition.update(found)
+    labels = [p.pop("label_values") for p in partitions]
+    check_partition_labels(source, files, labels, partitions, schema)
+    frame = _concat_partitions(frames, schema)
+    summary = _partitions_summary(source, sha256, frame, files, partitions)
+    result = _cache_ingest(entry, frame, summary)
+    del frame, frames
+    save_json(last_path, {"entry": entry.name, "labels": labels})
+    logger.info(
+        "read %s: %d partitions (%d read, %d from the last read), %d rows, %d frauds",
+        source,
+        len(partitions),
+        len(new_files),
+        len(known),
+        summary["rows"],
+        summary["frauds"],
+    )
+    return result
+
+
+def _last_ingest_path(cache_dir: Path, source: str | Path, schema: TableSchema) -> Path:
+    """Where the cache notes the last table cached for this source (its path and
+    schema): the entry and the partitions' label values."""
     last_key = hashlib.sha256(
         f"{Path(source).absolute()}\n{schema.fingerprint()}".encode()
     ).hexdigest()[:24]
-    last_path = stage_entry(cache_dir, "ingest", f"source-{last_key}.json")
+    return stage_entry(cache_dir, "ingest", f"source-{last_key}.json")
+
+
+def _unchanged_partitions(
+    cache_dir: Path, last_path: Path, partitions: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[pd.DataFrame]]:
+    """The partitions read last time that lead today's unchanged (each with its
+    ``label_values``) and, in a list, the table they were cached as; nothing when
+    they changed or no partition is new."""
     known: list[dict[str, Any]] = []
     frames = []
     try:
@@ -174,25 +210,34 @@ def _ingest_partitions(
                 for p, v in zip(before, last["labels"], strict=True)
             ]
             frames.append(load_parquet(earlier["frame_path"]))
-    new_files = files[len(known) :]
-    frame, stats = read_partitions(root, new_files, schema, str(source))
-    frames.append(frame)
-    for partition, found in zip(partitions, known + stats, strict=True):
-        partition.update(found)
-    labels = [p.pop("label_values") for p in partitions]
-    check_partition_labels(source, files, labels, partitions, schema)
-    if len(frames) > 1:
-        for column in schema.id_columns:  # a number in one file, text in another
-            if len({str(f[column].dtype) for f in frames if column in f}) > 1:
-                for f in frames:
-                    f[column] = f[column].astype(str)
-        frame = pd.concat(frames, ignore_index=True)
-    else:
-        frame = frames[0]
+    return known, frames
+
+
+def _concat_partitions(frames: list[pd.DataFrame], schema: TableSchema) -> pd.DataFrame:
+    """The partitions' frames as one table (an id column read as a number in one
+    and text in another made text in all)."""
+    if len(frames) == 1:
+        return frames[0]
+    for column in schema.id_columns:  # a number in one file, text in another
+        if len({str(f[column].dtype) for f in frames if column in f}) > 1:
+            for f in frames:
+                f[column] = f[column].astype(str)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _partitions_summary(
+    source: str | Path,
+    sha256: str,
+    frame: pd.DataFrame,
+    files: list[Path],
+    partitions: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The ingested table's summary: source, hash, rows, frauds, duplicate rows,
+    whether it is the demo data, and its partitions."""
     demo = all(
         is_demo_data(f, p["sha256"]) for f, p in zip(files, partitions, strict=True)
     )
-    summary = {
+    return {
         "path": str(source),
         "sha256": sha256,
         "rows": len(frame),
@@ -203,19 +248,6 @@ def _ingest_partitions(
         "demo": demo,
         "partitions": partitions,
     }
-    result = _cache_ingest(entry, frame, summary)
-    del frame, frames
-    save_json(last_path, {"entry": entry.name, "labels": labels})
-    logger.info(
-        "read %s: %d partitions (%d read, %d from the last read), %d rows, %d frauds",
-        source,
-        len(partitions),
-        len(new_files),
-        len(known),
-        summary["rows"],
-        summary["frauds"],
-    )
-    return result
 
 
 # ----------------------------------------------------------------------- preprocess

@@ -8,7 +8,7 @@ import hashlib
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from pipeline.features.rows import (
     SplitInputs,
     features_but_raw_time,
 )
+from pipeline.features.transformer import TabularTransformer
 from pipeline.run.cache import (
     FEATURES_CODE,
     cache_get,
@@ -30,6 +31,9 @@ from pipeline.run.cache import (
     cache_put,
     stage_entry,
 )
+
+if TYPE_CHECKING:
+    from pipeline.gan.encoding import GANColumns
 
 logger = logging.getLogger(__name__)
 
@@ -81,12 +85,7 @@ def stage_train_gan(
     rows, seed and config is reused as it is.
     """
     from pipeline.gan.encoding import GANColumns
-    from pipeline.gan.storage import (  # imports TensorFlow
-        HISTORY_FILE,
-        META_FILE,
-        data_fingerprint,
-        save_gan,
-    )
+    from pipeline.gan.storage import save_gan  # imports TensorFlow
     from pipeline.gan.trainer import train_cwgan_gp
 
     out_dir = Path(out_dir)
@@ -94,45 +93,16 @@ def stage_train_gan(
     data = inputs.load()
     X, y = data["train"]["X"], data["train"]["y"]
     columns = GANColumns.of(data["transformer"], config.gan)
-    if (out_dir / META_FILE).is_file():
-        meta = load_json(out_dir / META_FILE)
-        if (
-            meta.get("fingerprint") == data_fingerprint(X, y)
-            and meta.get("random_state") == seed
-            and meta.get("config") == config.gan.model_dump(mode="json")
-        ):
-            logger.info(
-                "split %d: GAN already trained in %s; reusing it", split, out_dir
-            )
-            return {
-                **_gan_summary(split, out_dir, meta, load_json(out_dir / HISTORY_FILE)),
-                "cached": False,
-            }
+    finished = _finished_gan(out_dir, split, X, y, config, seed)
+    if finished is not None:
+        return finished
     validation = data["validation"]["X"][data["validation"]["y"] == 1]
     entry = None
     if cache_dir is not None:
-        key = cache_key(
-            train=data_fingerprint(X, y),
-            validation=hashlib.sha256(validation.tobytes()).hexdigest(),
-            gan=config.gan.model_dump(mode="json", exclude={"timeout_seconds"}),
-            columns=dataclasses.asdict(columns),
-            seed=seed,
-            code=code_version("pipeline.gan", *FEATURES_CODE),
-        )
+        key = _gan_cache_key(X, y, validation, config, columns, seed)
         entry = stage_entry(cache_dir, "gan", key)
         if cache_get(entry, out_dir):
-            logger.info(
-                "split %d: GAN reused from the stage cache (%s)", split, key[:12]
-            )
-            return {
-                **_gan_summary(
-                    split,
-                    out_dir,
-                    load_json(out_dir / META_FILE),
-                    load_json(out_dir / HISTORY_FILE),
-                ),
-                "cached": True,
-            }
+            return _cached_gan(split, out_dir, key)
     trained = train_cwgan_gp(
         X,
         y,
@@ -149,6 +119,72 @@ def stage_train_gan(
     return {
         **_gan_summary(split, out_dir, trained.meta, trained.history),
         "cached": False,
+    }
+
+
+def _finished_gan(
+    out_dir: Path,
+    split: int,
+    X: np.ndarray,
+    y: np.ndarray,
+    config: PipelineConfig,
+    seed: int,
+) -> dict[str, Any] | None:
+    """The summary of a GAN already trained in ``out_dir`` on the same rows, with
+    the same seed and config (``None`` when there is none)."""
+    from pipeline.gan.storage import HISTORY_FILE, META_FILE, data_fingerprint
+
+    if not (out_dir / META_FILE).is_file():
+        return None
+    meta = load_json(out_dir / META_FILE)
+    if (
+        meta.get("fingerprint") == data_fingerprint(X, y)
+        and meta.get("random_state") == seed
+        and meta.get("config") == config.gan.model_dump(mode="json")
+    ):
+        logger.info("split %d: GAN already trained in %s; reusing it", split, out_dir)
+        return {
+            **_gan_summary(split, out_dir, meta, load_json(out_dir / HISTORY_FILE)),
+            "cached": False,
+        }
+    return None
+
+
+def _gan_cache_key(
+    X: np.ndarray,
+    y: np.ndarray,
+    validation: np.ndarray,
+    config: PipelineConfig,
+    columns: GANColumns,
+    seed: int,
+) -> str:
+    """The stage cache's key of a GAN: its training and validation rows, its
+    config (but the time limit), columns, seed and code."""
+    from pipeline.gan.storage import data_fingerprint
+
+    return cache_key(
+        train=data_fingerprint(X, y),
+        validation=hashlib.sha256(validation.tobytes()).hexdigest(),
+        gan=config.gan.model_dump(mode="json", exclude={"timeout_seconds"}),
+        columns=dataclasses.asdict(columns),
+        seed=seed,
+        code=code_version("pipeline.gan", *FEATURES_CODE),
+    )
+
+
+def _cached_gan(split: int, out_dir: Path, key: str) -> dict[str, Any]:
+    """The summary of a GAN the stage cache put in ``out_dir``."""
+    from pipeline.gan.storage import HISTORY_FILE, META_FILE
+
+    logger.info("split %d: GAN reused from the stage cache (%s)", split, key[:12])
+    return {
+        **_gan_summary(
+            split,
+            out_dir,
+            load_json(out_dir / META_FILE),
+            load_json(out_dir / HISTORY_FILE),
+        ),
+        "cached": True,
     }
 
 
@@ -185,8 +221,9 @@ def _fidelity(
     sampler_seed: int,
     gan_dir: str | Path | None,
 ) -> dict[str, Any]:
-    from pipeline.evaluation.fidelity import REAL_TRAIN, compute_fidelity
-    from pipeline.resampling import registry
+    """The fidelity of :func:`stage_fidelity`, its failures raised (those of a
+    source of rows excepted: they are said in ``failed``)."""
+    from pipeline.evaluation.fidelity import REAL_TRAIN
     from pipeline.resampling.amounts import amount_targets
 
     split = inputs.split
@@ -205,8 +242,49 @@ def _fidelity(
     # the training period's own held-out frauds (the validation rows).
     reference = "validation" if config.split.mode == "rolling" else "test"
     test_frauds = data[reference]["X"][data[reference]["y"] == 1]
-    # The interpolation every generator's rows are judged beside (SMOTE's), then
-    # the generators compared.
+    result: dict[str, Any] = {"split": split, "reference": reference}
+    synthetic, failed = _synthetic_frauds(
+        inputs, data, config, sampler_seed=sampler_seed, gan_dir=gan_dir, n_rows=n_rows
+    )
+    if failed:
+        result["failed"] = failed
+    if split == 0:  # the split the report draws
+        from pipeline.evaluation.fidelity import fidelity_views
+
+        result["views"] = fidelity_views(synthetic, test_frauds, transformer)
+    # The floor: real training frauds judged the same way (DCR is 0 for them by
+    # construction, so only the distribution metrics are meaningful).
+    synthetic[REAL_TRAIN] = train_frauds
+    result.update(
+        _fidelity_scores(
+            synthetic,
+            test_frauds,
+            train_frauds,
+            transformer,
+            by_time=reference == "validation",
+            random_state=sampler_seed,
+        )
+    )
+    _log_fidelity(split, result)
+    return result
+
+
+def _synthetic_frauds(
+    inputs: SplitInputs,
+    data: dict[str, Any],
+    config: PipelineConfig,
+    *,
+    sampler_seed: int,
+    gan_dir: str | Path | None,
+    n_rows: int,
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """``n_rows`` new fraud rows of each source: the interpolation every
+    generator's rows are judged beside (SMOTE's), then the generative methods;
+    and the sources that failed, with why (left out, the others go on)."""
+    from pipeline.resampling import registry
+
+    split = inputs.split
+    X, y = data["train"]["X"], data["train"]["y"]
     interpolation = registry.interpolation()
     generators = [
         m for m in map(registry.get, config.evaluation.methods) if m.generative
@@ -216,10 +294,9 @@ def _fidelity(
         config.evaluation,
         random_state=sampler_seed,
         n_minority=int(y.sum()) + n_rows,
-        category_counts=transformer.category_counts,
+        category_counts=data["transformer"].category_counts,
         n_features=X.shape[1],
     )
-    result: dict[str, Any] = {"split": split, "reference": reference}
     synthetic: dict[str, np.ndarray] = {}
     failed: dict[str, str] = {}
 
@@ -254,21 +331,30 @@ def _fidelity(
                     method, inputs, data, sampler_seed
                 ).draw(n_rows),
             )
-    if failed:
-        result["failed"] = failed
-    if split == 0:  # the split the report draws
-        from pipeline.evaluation.fidelity import fidelity_views
+    return synthetic, failed
 
-        result["views"] = fidelity_views(synthetic, test_frauds, transformer)
-    # The floor: real training frauds judged the same way (DCR is 0 for them by
-    # construction, so only the distribution metrics are meaningful).
-    synthetic[REAL_TRAIN] = train_frauds
+
+def _fidelity_scores(
+    synthetic: dict[str, np.ndarray],
+    test_frauds: np.ndarray,
+    train_frauds: np.ndarray,
+    transformer: TabularTransformer,
+    *,
+    by_time: bool,
+    random_state: int,
+) -> dict[str, Any]:
+    """Each source's rows scored against the reference frauds
+    (:func:`~pipeline.evaluation.fidelity.compute_fidelity`), after ``left_out``
+    (the columns left out of the comparison) when any are."""
+    from pipeline.evaluation.fidelity import compute_fidelity
+
+    scores: dict[str, Any] = {}
     # Out of time, the raw time column is left out of the comparison.
     keep = list(range(train_frauds.shape[1]))
-    if reference == "validation":
+    if by_time:
         keep = features_but_raw_time(transformer)
     if len(keep) < train_frauds.shape[1]:
-        result["left_out"] = [transformer.schema.time]
+        scores["left_out"] = [transformer.schema.time]
     categorical = [keep.index(j) for j in transformer.categorical_features]
 
     def kept(rows: np.ndarray) -> np.ndarray:
@@ -277,14 +363,19 @@ def _fidelity(
         return rows if len(keep) == rows.shape[1] else rows[:, keep]
 
     for name, rows in synthetic.items():
-        result[name] = compute_fidelity(
+        scores[name] = compute_fidelity(
             kept(rows),
             kept(test_frauds),
             kept(train_frauds),
-            random_state=sampler_seed,
+            random_state=random_state,
             categorical=categorical,
             names=[transformer.feature_names[j] for j in keep],
         )
+    return scores
+
+
+def _log_fidelity(split: int, result: dict[str, Any]) -> None:
+    """Log each source's C2ST AUC of the split."""
     logger.info(
         "split %d fidelity: C2ST %s",
         split,
@@ -294,4 +385,3 @@ def _fidelity(
             if k not in ("split", "views", "reference", "left_out", "failed")
         ),
     )
-    return result

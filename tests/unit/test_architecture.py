@@ -269,3 +269,38 @@ def test_the_method_name_check_sees_a_typed_name():
     assert _typed_method_names(python, ".py") == [(1, "smote_enn"), (3, "none")]
     template = '{% for name in ("cwgan_gp", "real_train") %}{{ c.baseline == "none" }}'
     assert _typed_method_names(template, ".j2") == [(1, "cwgan_gp"), (1, "none")]
+
+
+LONGEST_FUNCTION = 80
+"""Lines from a function's ``def`` (or first decorator) to its end, docstring
+included: past it, a function does more than one job."""
+
+
+def _long_functions(text: str) -> list[tuple[str, int]]:
+    """The functions of a module's ``text`` longer than :data:`LONGEST_FUNCTION`
+    lines: (name, lines)."""
+    import ast
+
+    return [
+        (node.name, node.end_lineno - first + 1)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for first in [min([d.lineno for d in node.decorator_list] + [node.lineno])]
+        if node.end_lineno - first + 1 > LONGEST_FUNCTION
+    ]
+
+
+def test_no_function_is_longer_than_eighty_lines():
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name} ({lines} lines)"
+        for folder in ("pipeline", "flows")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name, lines in _long_functions(path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_the_length_check_sees_a_long_function():
+    body = "".join(f"    x{i} = {i}\n" for i in range(LONGEST_FUNCTION))
+    text = f"@cache\ndef long():\n{body}\n\ndef short():\n    return 1\n"
+    assert _long_functions(text) == [("long", LONGEST_FUNCTION + 2)]
